@@ -1,0 +1,50 @@
+/* Reader for the safetensors format (what safetensors.torch.save_file and
+ * safetensors.numpy.save_file write): an 8-byte little-endian header length,
+ * a JSON header naming each tensor's dtype, shape and byte range, then the
+ * data. Everything is validated before a byte of data is used. */
+#ifndef PP_SAFETENSORS_H
+#define PP_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PP_ST_MAX_RANK 8
+
+typedef enum {
+  PP_DTYPE_F32,
+  PP_DTYPE_F16,
+  PP_DTYPE_BF16,
+  PP_DTYPE_OTHER, /* a valid safetensors dtype this project does not convert */
+} pp_dtype;
+
+typedef struct {
+  char *name;
+  char *dtype_name; /* as written in the header, for messages */
+  pp_dtype dtype;
+  uint32_t rank;
+  uint64_t shape[PP_ST_MAX_RANK];
+  uint64_t elements;
+  uint64_t offset;     /* of the first byte inside the data section */
+  const uint8_t *data; /* inside the file's bytes; not owned */
+  uint64_t bytes;
+} pp_st_tensor;
+
+typedef struct {
+  pp_st_tensor *tensors; /* in header order */
+  size_t n_tensors;
+} pp_safetensors;
+
+/* Parses and validates file[0..len); tensors point into `file`, which must
+ * outlive the result. -EINVAL with a message that names the problem. */
+int pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char **msg);
+void pp_safetensors_free(pp_safetensors *st);
+
+const pp_st_tensor *pp_safetensors_find(const pp_safetensors *st, const char *name);
+
+/* Converts a F32/F16/BF16 tensor to float32 (little-endian data). */
+void pp_st_tensor_to_f32(const pp_st_tensor *t, float *dst);
+
+/* "64×300", for messages; caller frees. */
+char *pp_st_shape_string(const pp_st_tensor *t);
+
+#endif
