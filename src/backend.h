@@ -1,0 +1,115 @@
+/* The interface a compute backend implements for the engine. A backend owns
+ * N slots; each slot runs one frame at a time, in the order submitted to it,
+ * and reports completion through `complete`. Slots run concurrently with
+ * each other (CUDA: one stream each; CPU: one worker thread each).
+ *
+ * Threading: configure, submit and finish are called by the engine's one
+ * producer or consumer thread, never concurrently for the same slot; sync and
+ * destroy only when nothing else calls in. */
+#ifndef PP_BACKEND_H
+#define PP_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frame_layout.h"
+#include "model.h"
+
+/* Bumped whenever pp_backend_ops changes shape. */
+#define PP_BACKEND_ABI 1
+#define PP_MAX_SLOTS 16
+
+typedef struct pp_backend pp_backend;
+
+/* One frame's work. `input` holds layout->frame_bytes; `output` receives
+ * layout->n × model->o floats. `*_pinned` says the memory is page-locked and
+ * registered with the backend, so a DMA engine may use it in place; otherwise
+ * the backend stages through memory of its own. Both stay valid until the
+ * slot's completion has been popped. */
+typedef struct {
+  const void *input;
+  bool input_pinned;
+  float *output;
+  bool output_pinned;
+} pp_job;
+
+/* Time each stage of one frame took on the device, in microseconds; negative
+ * where the backend does not measure it. */
+typedef struct {
+  double h2d_us, mlp_us, d2h_us;
+} pp_stage_times;
+
+/* Called from any backend thread once a slot's work is done (or failed with
+ * a negative errno and a message). Must return quickly and call nothing back
+ * into the backend; for CUDA it runs inside a stream callback. */
+typedef void (*pp_complete_fn)(void *data, unsigned slot, int status, const char *message);
+
+typedef struct {
+  uint32_t abi; /* PP_BACKEND_ABI */
+  const char *name;
+  /* (Re)allocates per-slot resources and uploads the weights; only while idle. */
+  int (*configure)(pp_backend *b, const pp_model *model, const pp_frame_layout *layout,
+                   unsigned n_slots, char **msg);
+  /* Enqueues the job on the slot and returns without waiting for it. */
+  int (*submit)(pp_backend *b, unsigned slot, const pp_job *job, char **msg);
+  /* On the consumer thread after completion: copies a staged output out and
+   * reads the stage times. Optional. */
+  int (*finish)(pp_backend *b, unsigned slot, const pp_job *job, pp_stage_times *times);
+  /* Waits until every submitted job has completed and been reported. */
+  int (*sync)(pp_backend *b);
+  void (*destroy)(pp_backend *b);
+} pp_backend_ops;
+
+struct pp_backend {
+  const pp_backend_ops *ops;
+  pp_complete_fn complete;
+  void *complete_data;
+  /* Frames whose input had to be copied into staging memory first; read
+   * with __atomic loads from other threads. */
+  uint64_t staged_inputs;
+};
+
+typedef enum {
+  PP_BACKEND_AUTO,
+  PP_BACKEND_CUDA,
+  PP_BACKEND_CPU,
+} pp_backend_kind;
+
+typedef enum {
+  PP_PRECISION_FP32,
+  PP_PRECISION_TF32,
+} pp_precision;
+
+typedef enum {
+  PP_COMPLETION_HOST_FUNC,    /* cudaLaunchHostFunc at the end of each frame's work */
+  PP_COMPLETION_EVENT_THREAD, /* a thread waiting on each frame's completion event */
+} pp_completion;
+
+typedef struct {
+  pp_backend_kind kind;
+  int device_id;
+  pp_precision precision;
+  pp_completion completion;
+} pp_backend_options;
+
+/* Opens the backend `opts->kind` asks for. AUTO takes CUDA when a device is
+ * usable and otherwise the CPU, putting the reason in *note (may be NULL).
+ * The result reports completions to `complete`. */
+int pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, void *data,
+                    pp_backend **out, char **note, char **msg);
+
+/* True when this build has the CUDA backend. */
+bool pp_backend_have_cuda(void);
+
+int pp_backend_cpu_new(pp_backend **out, char **msg);
+int pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg);
+
+/* Host memory for frames: page-aligned, and with `pinned`, page-locked and
+ * registered with CUDA so copies to and from the GPU run at full speed
+ * without staging. Anonymous memory pinned with cudaHostRegister, so io_uring
+ * may register it as fixed buffers too. */
+void *pp_host_alloc(size_t size, bool pinned, char **msg);
+void pp_host_free(void *ptr, size_t size, bool pinned);
+
+#endif

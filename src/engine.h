@@ -1,0 +1,71 @@
+/* The engine: frames go into N slots round-robin and come out strictly in
+ * submission order, interleaved with markers (the element's serialized
+ * events) exactly where they were pushed.
+ *
+ * One producer thread calls acquire/submit/push_marker/drain; one consumer
+ * thread calls pop/release; set_flushing may come from any thread; flush,
+ * configure and free only while neither producer nor consumer is inside. */
+#ifndef PP_ENGINE_H
+#define PP_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "stats.h"
+
+typedef struct pp_engine pp_engine;
+
+typedef enum {
+  PP_ITEM_FRAME,
+  PP_ITEM_MARKER,
+} pp_item_kind;
+
+typedef struct {
+  pp_item_kind kind;
+  unsigned slot;     /* PP_ITEM_FRAME */
+  void *user;        /* the frame's `user`, or the marker */
+  int status;        /* 0, or the backend's negative errno for this frame */
+  char message[256]; /* why, when status < 0 */
+  int64_t latency_ns; /* submit to pop */
+  pp_stage_times times;
+} pp_item;
+
+/* Called for every frame and marker a flush throws away, so their owner can
+ * free them. */
+typedef void (*pp_discard_fn)(void *owner, const pp_item *item);
+
+/* Takes ownership of `backend`. */
+pp_engine *pp_engine_new(pp_backend *backend, pp_discard_fn discard, void *owner);
+void pp_engine_free(pp_engine *e);
+
+/* Sizes the slots for frames of `layout` and uploads the model; idle only. */
+int pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
+                        unsigned n_slots, char **msg);
+bool pp_engine_is_configured(pp_engine *e);
+const char *pp_engine_backend_name(pp_engine *e);
+
+/* Producer. acquire waits until the next slot in turn is free (the only
+ * place a producer blocks) and returns it; submit hands it a job. Both
+ * return -ECANCELED while flushing. */
+int pp_engine_acquire(pp_engine *e, unsigned *slot);
+int pp_engine_submit(pp_engine *e, unsigned slot, const pp_job *job, void *user, char **msg);
+int pp_engine_push_marker(pp_engine *e, void *marker);
+/* Waits until everything submitted has been popped and released. */
+int pp_engine_drain(pp_engine *e);
+
+/* Consumer. pop waits for the oldest item to be ready; a frame's slot stays
+ * taken until release, so its owner can read what it keeps per slot. */
+int pp_engine_pop(pp_engine *e, pp_item *item);
+void pp_engine_release(pp_engine *e, unsigned slot);
+
+/* Wakes every waiter with -ECANCELED while set. */
+void pp_engine_set_flushing(pp_engine *e, bool flushing);
+/* Waits for the backend to finish what it runs, then discards every frame
+ * and marker not yet popped. */
+void pp_engine_flush(pp_engine *e);
+
+void pp_engine_get_stats(pp_engine *e, pp_stats *stats);
+void pp_engine_reset_stats(pp_engine *e);
+
+#endif

@@ -1,0 +1,39 @@
+/* Per-frame latency and stage-time records, summarised on request. */
+#ifndef PP_STATS_H
+#define PP_STATS_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+/* Percentiles cover the most recent frames only, so a long run reports its
+ * current behaviour and the memory stays fixed. */
+#define PP_STATS_WINDOW 4096
+
+typedef struct {
+  uint64_t frames;
+  double latency_mean_us; /* over every frame */
+  double latency_p50_us;  /* over the last PP_STATS_WINDOW frames */
+  double latency_p99_us;
+  double latency_max_us;
+  double h2d_mean_us; /* negative when the backend does not time stages */
+  double mlp_mean_us;
+  double d2h_mean_us;
+  uint64_t staged_inputs; /* frames copied into staging memory before upload */
+} pp_stats;
+
+typedef struct {
+  int64_t window[PP_STATS_WINDOW];
+  uint64_t frames;
+  double latency_sum_us, latency_max_us;
+  double stage_sum_us[3];
+  uint64_t timed_frames;
+} pp_stats_recorder;
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t pp_now_ns(void);
+
+void pp_stats_record(pp_stats_recorder *r, int64_t latency_ns, const pp_stage_times *times);
+void pp_stats_summarize(const pp_stats_recorder *r, pp_stats *out);
+
+#endif
