@@ -92,12 +92,18 @@ pp_engine_free(pp_engine *e)
 }
 
 static bool
-idle_locked(pp_engine *e)
+slots_free_locked(pp_engine *e)
 {
   for (unsigned i = 0; i < e->n_slots; i++)
     if (e->slots[i].state != SLOT_FREE)
       return false;
-  return g_queue_is_empty(&e->order);
+  return true;
+}
+
+static bool
+idle_locked(pp_engine *e)
+{
+  return slots_free_locked(e) && g_queue_is_empty(&e->order);
 }
 
 int
@@ -108,8 +114,9 @@ pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *
     *msg = g_strdup_printf("slots must be 1..%d, not %u", PP_MAX_SLOTS, n_slots);
     return -EINVAL;
   }
+  /* Markers may wait in the queue: they take no slot. */
   g_mutex_lock(&e->lock);
-  const bool idle = idle_locked(e);
+  const bool idle = slots_free_locked(e);
   g_mutex_unlock(&e->lock);
   if (!idle) {
     *msg = g_strdup("cannot reconfigure with frames in flight");

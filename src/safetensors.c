@@ -135,7 +135,8 @@ check_coverage(pp_safetensors *st, uint64_t data_len, char **msg)
       goto out;
     }
   }
-  qsort(ranges, st->n_tensors, sizeof *ranges, compare_ranges);
+  if (st->n_tensors > 1)
+    qsort(ranges, st->n_tensors, sizeof *ranges, compare_ranges);
   uint64_t covered = 0;
   for (size_t i = 0; i < st->n_tensors; i++) {
     if (ranges[i].begin < covered) {
