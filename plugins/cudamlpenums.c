@@ -1,0 +1,47 @@
+#include "cudamlpenums.h"
+
+#include "backend.h"
+#include "frame.h"
+#include "model.h"
+
+#define DEFINE_ENUM(func, name, ...)                                                               \
+  GType func(void)                                                                                 \
+  {                                                                                                \
+    static gsize type = 0;                                                                         \
+    static const GEnumValue values[] = { __VA_ARGS__, { 0, NULL, NULL } };                         \
+    if (g_once_init_enter(&type))                                                                  \
+      g_once_init_leave(&type, g_enum_register_static(name, values));                              \
+    return type;                                                                                   \
+  }
+
+DEFINE_ENUM(gst_cuda_mlp_mapping_get_type, "GstCudaMlpMapping",
+            { PP_MAPPING_ROWS, "Each image row is one sample: K = width x channels", "rows" },
+            { PP_MAPPING_PATCHES,
+              "Each whole p x p patch is one sample: K = p*p*channels (edge remainders are left "
+              "out)",
+              "patches" })
+
+DEFINE_ENUM(gst_cuda_mlp_backend_get_type, "GstCudaMlpBackend",
+            { PP_BACKEND_AUTO, "CUDA when a device is usable, else the CPU (with a warning)",
+              "auto" },
+            { PP_BACKEND_CUDA, "The GPU; fails at start without a usable device", "cuda" },
+            { PP_BACKEND_CPU, "The CPU, one worker thread per slot", "cpu" })
+
+DEFINE_ENUM(gst_cuda_mlp_activation_get_type, "GstCudaMlpActivation",
+            { PP_HIDDEN_AUTO,
+              "From the model file (layer indices 0 and 2 mean a ReLU between them); none for "
+              "generated weights",
+              "auto" },
+            { PP_HIDDEN_NONE, "No activation between the layers", "none" },
+            { PP_HIDDEN_RELU, "ReLU between the layers", "relu" })
+
+DEFINE_ENUM(gst_cuda_mlp_precision_get_type, "GstCudaMlpPrecision",
+            { PP_PRECISION_FP32, "FP32 arithmetic throughout", "fp32" },
+            { PP_PRECISION_TF32, "TF32 tensor cores for the GEMMs, FP32 accumulation (CUDA only)",
+              "tf32" })
+
+DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
+            { PP_COMPLETION_HOST_FUNC, "A host function at the end of each frame's stream work",
+              "host-func" },
+            { PP_COMPLETION_EVENT_THREAD, "A thread waiting on each frame's completion event",
+              "event-thread" })

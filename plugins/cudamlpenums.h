@@ -1,0 +1,27 @@
+/* GEnum types behind cudamlp's enum properties, so gst-inspect-1.0 lists
+ * every choice. */
+#ifndef GST_CUDA_MLP_ENUMS_H
+#define GST_CUDA_MLP_ENUMS_H
+
+#include <glib-object.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_CUDA_MLP_MAPPING (gst_cuda_mlp_mapping_get_type())
+GType gst_cuda_mlp_mapping_get_type(void);
+
+#define GST_TYPE_CUDA_MLP_BACKEND (gst_cuda_mlp_backend_get_type())
+GType gst_cuda_mlp_backend_get_type(void);
+
+#define GST_TYPE_CUDA_MLP_ACTIVATION (gst_cuda_mlp_activation_get_type())
+GType gst_cuda_mlp_activation_get_type(void);
+
+#define GST_TYPE_CUDA_MLP_PRECISION (gst_cuda_mlp_precision_get_type())
+GType gst_cuda_mlp_precision_get_type(void);
+
+#define GST_TYPE_CUDA_MLP_COMPLETION (gst_cuda_mlp_completion_get_type())
+GType gst_cuda_mlp_completion_get_type(void);
+
+G_END_DECLS
+
+#endif

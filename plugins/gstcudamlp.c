@@ -1,0 +1,810 @@
+/**
+ * SECTION:element-cudamlp
+ * @title: cudamlp
+ *
+ * Runs a two-layer perceptron on every frame, on an NVIDIA GPU (or the CPU),
+ * with several frames in flight: frame i goes to slot i mod N, each slot with
+ * its own pinned host memory and CUDA stream, so uploads, compute and
+ * downloads of successive frames overlap. The chain function returns as soon
+ * as the frame is queued; a task on the source pad pushes each result, in
+ * order, with the frame's timestamps, when it completes.
+ *
+ * Each frame becomes an N×K matrix X (see #GstCudaMlp:mapping); the output is
+ * one other/tensors float32 buffer of N×O values per frame, ReLU(MLP(X)).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=300 ! video/x-raw,format=GRAY8,width=1024,height=1024 ! cudamlp ! fakesink
+ * ]|
+ */
+#include "gstcudamlp.h"
+
+#include <errno.h>
+
+#include "cudamlpenums.h"
+#include "gstpinnedallocator.h"
+#include "tensorcaps.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_cuda_mlp_debug);
+#define GST_CAT_DEFAULT gst_cuda_mlp_debug
+
+#define DEFAULT_SLOTS 2
+#define DEFAULT_MAPPING PP_MAPPING_ROWS
+#define DEFAULT_PATCH_SIZE 16
+#define DEFAULT_HIDDEN_SIZE 1024
+#define DEFAULT_OUTPUTS 1
+#define DEFAULT_ACTIVATION PP_HIDDEN_AUTO
+#define DEFAULT_BACKEND PP_BACKEND_AUTO
+#define DEFAULT_DEVICE_ID 0
+#define DEFAULT_PRECISION PP_PRECISION_FP32
+#define DEFAULT_COMPLETION PP_COMPLETION_HOST_FUNC
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_SLOTS,
+  PROP_MAPPING,
+  PROP_PATCH_SIZE,
+  PROP_HIDDEN_SIZE,
+  PROP_OUTPUTS,
+  PROP_HIDDEN_ACTIVATION,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+  PROP_PRECISION,
+  PROP_COMPLETION,
+  PROP_STATS,
+  N_PROPS,
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(PP_SINK_CAPS));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(PP_SRC_CAPS));
+
+#define gst_cuda_mlp_parent_class parent_class
+G_DEFINE_TYPE(GstCudaMlp, gst_cuda_mlp, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE(cudamlp, "cudamlp", GST_RANK_NONE, GST_TYPE_CUDA_MLP);
+
+static GstFlowReturn gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer);
+static gboolean gst_cuda_mlp_sink_event(GstPad *pad, GstObject *parent, GstEvent *event);
+static gboolean gst_cuda_mlp_sink_query(GstPad *pad, GstObject *parent, GstQuery *query);
+static gboolean gst_cuda_mlp_src_query(GstPad *pad, GstObject *parent, GstQuery *query);
+static gboolean gst_cuda_mlp_src_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode,
+                                               gboolean active);
+static gboolean gst_cuda_mlp_sink_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode,
+                                                gboolean active);
+static void gst_cuda_mlp_loop(GstPad *pad);
+
+/* ---- per-frame bookkeeping ---------------------------------------------- */
+
+static void
+release_slot_state(GstCudaMlpSlot *s)
+{
+  if (s->input) {
+    gst_buffer_unmap(s->input, &s->input_map);
+    gst_clear_buffer(&s->input);
+  }
+  if (s->output) {
+    gst_buffer_unmap(s->output, &s->output_map);
+    gst_clear_buffer(&s->output);
+  }
+}
+
+/* The engine throws away what a flush leaves behind through this. */
+static void
+discard_item(void *owner, const pp_item *item)
+{
+  GstCudaMlp *self = owner;
+  if (item->kind == PP_ITEM_MARKER)
+    gst_event_unref(item->user);
+  else
+    release_slot_state(&self->slot_state[item->slot]);
+}
+
+static GstFlowReturn
+get_srcresult(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  const GstFlowReturn flow = self->srcresult;
+  GST_OBJECT_UNLOCK(self);
+  return flow;
+}
+
+static void
+set_srcresult(GstCudaMlp *self, GstFlowReturn flow)
+{
+  GST_OBJECT_LOCK(self);
+  self->srcresult = flow;
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+/* Caller holds the object lock, which guards the engine pointer against stop. */
+static GstStructure *
+build_stats_locked(GstCudaMlp *self)
+{
+  pp_stats stats = { 0 };
+  const gchar *backend = "none";
+  stats.h2d_mean_us = stats.mlp_mean_us = stats.d2h_mean_us = -1;
+  if (!self->engine && self->last_stats)
+    return gst_structure_copy(self->last_stats);
+  if (self->engine) {
+    pp_engine_get_stats(self->engine, &stats);
+    backend = pp_engine_backend_name(self->engine);
+  }
+  return gst_structure_new("application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend,
+                           "slots", G_TYPE_UINT, self->active_slots, "frames", G_TYPE_UINT64,
+                           stats.frames, "latency-mean-us", G_TYPE_DOUBLE, stats.latency_mean_us,
+                           "latency-p50-us", G_TYPE_DOUBLE, stats.latency_p50_us,
+                           "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us,
+                           "latency-max-us", G_TYPE_DOUBLE, stats.latency_max_us, "h2d-mean-us",
+                           G_TYPE_DOUBLE, stats.h2d_mean_us, "mlp-mean-us", G_TYPE_DOUBLE,
+                           stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE, stats.d2h_mean_us,
+                           "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, NULL);
+}
+
+static GstStructure *
+build_stats(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  GstStructure *stats = build_stats_locked(self);
+  GST_OBJECT_UNLOCK(self);
+  return stats;
+}
+
+static void
+post_stats(GstCudaMlp *self)
+{
+  GstStructure *stats = build_stats(self);
+  GST_INFO_OBJECT(self, "%" GST_PTR_FORMAT, stats);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), stats));
+  g_object_notify_by_pspec(G_OBJECT(self), properties[PROP_STATS]);
+}
+
+/* ---- start / stop ------------------------------------------------------- */
+
+static gboolean
+gst_cuda_mlp_start(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  gchar *model_path = g_strdup(self->model_path);
+  const pp_backend_options options = self->backend_options;
+  const pp_hidden_activation activation = self->hidden_activation;
+  self->active_slots = self->slots;
+  GST_OBJECT_UNLOCK(self);
+
+  gchar *msg = NULL, *note = NULL;
+  if (model_path && *model_path &&
+      pp_model_load(model_path, activation, &self->file_model, &msg) < 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot load the model '%s'.", model_path),
+                      ("%s", msg));
+    g_free(msg);
+    g_free(model_path);
+    return FALSE;
+  }
+  g_free(model_path);
+
+  pp_backend *backend = NULL;
+  if (pp_backend_open(&options, NULL, NULL, &backend, &note, &msg) < 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot start the compute backend."), ("%s", msg));
+    g_free(msg);
+    g_clear_pointer(&self->file_model, pp_model_free);
+    return FALSE;
+  }
+  if (note) {
+    GST_ELEMENT_WARNING(self, RESOURCE, NOT_FOUND, ("No usable CUDA device; using the CPU."),
+                        ("%s", note));
+    g_free(note);
+  }
+  GST_OBJECT_LOCK(self);
+  self->engine = pp_engine_new(backend, discard_item, self);
+  GST_OBJECT_UNLOCK(self);
+  self->pinned = g_str_equal(pp_engine_backend_name(self->engine), "cuda");
+  self->allocator = gst_pp_pinned_allocator_new(self->pinned);
+  self->srcresult = GST_FLOW_FLUSHING;
+  GST_INFO_OBJECT(self, "started the %s backend with %u slots",
+                  pp_engine_backend_name(self->engine), self->active_slots);
+  return TRUE;
+}
+
+static void
+gst_cuda_mlp_stop(GstCudaMlp *self)
+{
+  /* The last figures stay readable once stopped. */
+  GST_OBJECT_LOCK(self);
+  if (self->engine) {
+    g_clear_pointer(&self->last_stats, gst_structure_free);
+    self->last_stats = build_stats_locked(self);
+  }
+  pp_engine *engine = self->engine;
+  self->engine = NULL;
+  GST_OBJECT_UNLOCK(self);
+  /* Frees what is in flight exactly once, through discard_item. */
+  g_clear_pointer(&engine, pp_engine_free);
+  if (self->output_pool) {
+    gst_buffer_pool_set_active(self->output_pool, FALSE);
+    gst_clear_object(&self->output_pool);
+  }
+  gst_clear_object(&self->allocator);
+  g_clear_pointer(&self->file_model, pp_model_free);
+  g_clear_pointer(&self->generated_model, pp_model_free);
+  self->model = NULL;
+}
+
+static GstStateChangeReturn
+gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(element);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !gst_cuda_mlp_start(self))
+    return GST_STATE_CHANGE_FAILURE;
+  const GstStateChangeReturn ret = GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY ||
+      (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_FAILURE))
+    gst_cuda_mlp_stop(self);
+  return ret;
+}
+
+/* ---- caps --------------------------------------------------------------- */
+
+static const pp_model *
+model_for(GstCudaMlp *self, guint k, gchar **msg)
+{
+  if (self->file_model)
+    return pp_model_check_inputs(self->file_model, k, msg) == 0 ? self->file_model : NULL;
+
+  GST_OBJECT_LOCK(self);
+  const guint d = self->hidden_size, o = self->outputs;
+  const pp_hidden_activation activation = self->hidden_activation;
+  GST_OBJECT_UNLOCK(self);
+  pp_model *m = self->generated_model;
+  if (!m || m->k != k || m->d != d || m->o != o ||
+      m->hidden_relu != (activation == PP_HIDDEN_RELU)) {
+    g_clear_pointer(&self->generated_model, pp_model_free);
+    if (pp_model_generate(k, d, o, activation, &self->generated_model) < 0) {
+      *msg = g_strdup_printf("cannot generate weights for K=%u, D=%u, O=%u", k, d, o);
+      return NULL;
+    }
+  }
+  return self->generated_model;
+}
+
+static gboolean
+make_output_pool(GstCudaMlp *self, const pp_model *model)
+{
+  if (self->output_pool) {
+    gst_buffer_pool_set_active(self->output_pool, FALSE);
+    gst_clear_object(&self->output_pool);
+  }
+  const guint size = self->layout.n * model->o * sizeof(float);
+  /* At least one buffer per slot, and as many more as downstream holds. */
+  self->output_pool =
+      gst_pp_pinned_pool_new(self->allocator, NULL, size, self->active_slots, 0);
+  return self->output_pool && gst_buffer_pool_set_active(self->output_pool, TRUE);
+}
+
+static gboolean
+gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
+{
+  GST_OBJECT_LOCK(self);
+  const pp_mapping mapping = self->mapping;
+  const guint patch = self->patch_size;
+  GST_OBJECT_UNLOCK(self);
+
+  pp_frame_layout layout;
+  gint fps_n, fps_d;
+  gchar *msg = NULL;
+  const pp_model *model = NULL;
+  if (!pp_caps_to_layout(caps, mapping, patch, &layout, &fps_n, &fps_d, &msg) ||
+      !(model = model_for(self, layout.k, &msg))) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
+                      ("%s (caps %" GST_PTR_FORMAT ")", msg, caps));
+    g_free(msg);
+    return FALSE;
+  }
+  /* Frames of the old caps finish first: the slots are resized below. */
+  if (pp_engine_is_configured(self->engine) && pp_engine_drain(self->engine) < 0)
+    return FALSE;
+  if (pp_engine_configure(self->engine, model, &layout, self->active_slots, &msg) < 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."),
+                      ("%s", msg));
+    g_free(msg);
+    return FALSE;
+  }
+  self->layout = layout;
+  self->model = model;
+  if (!make_output_pool(self, model)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate output buffers."), (NULL));
+    return FALSE;
+  }
+  self->frame_duration =
+      fps_n > 0 ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
+  GST_INFO_OBJECT(self, "X is %u×%u, model %u→%u→%u (%s), %zu bytes per frame", layout.n,
+                  layout.k, model->k, model->d, model->o, model->source, layout.frame_bytes);
+
+  GstCaps *out_caps = pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
+  const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
+  gst_caps_unref(out_caps);
+  return rc == 0;
+}
+
+/* ---- streaming ---------------------------------------------------------- */
+
+static GstFlowReturn
+gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(parent);
+  GstFlowReturn flow = get_srcresult(self);
+  GstBuffer *output = NULL;
+  gchar *msg = NULL;
+  unsigned slot;
+  (void) pad;
+
+  if (flow != GST_FLOW_OK)
+    goto drop;
+  if (!pp_engine_is_configured(self->engine)) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("Got a buffer before any caps."));
+    flow = GST_FLOW_NOT_NEGOTIATED;
+    goto drop;
+  }
+  const gsize size = gst_buffer_get_size(buffer);
+  if (size < self->layout.frame_bytes) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A frame buffer is smaller than its caps say."),
+                      ("buffer of %" G_GSIZE_FORMAT " bytes; the caps need %zu per frame", size,
+                       self->layout.frame_bytes));
+    flow = GST_FLOW_ERROR;
+    goto drop;
+  }
+  if (pp_engine_acquire(self->engine, &slot) < 0) {
+    flow = get_srcresult(self);
+    goto drop;
+  }
+  flow = gst_buffer_pool_acquire_buffer(self->output_pool, &output, NULL);
+  if (flow != GST_FLOW_OK)
+    goto drop;
+
+  GstCudaMlpSlot *s = &self->slot_state[slot];
+  if (!gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, (NULL), ("Cannot map an input buffer."));
+    gst_buffer_unref(output);
+    flow = GST_FLOW_ERROR;
+    goto drop;
+  }
+  gst_buffer_map(output, &s->output_map, GST_MAP_WRITE);
+  s->input = buffer;
+  s->output = output;
+  const pp_job job = {
+    .input = s->input_map.data,
+    .input_pinned = self->pinned && gst_pp_buffer_is_pinned(buffer),
+    .output = (float *) s->output_map.data,
+    .output_pinned = self->pinned,
+  };
+  const int rc = pp_engine_submit(self->engine, slot, &job, s, &msg);
+  if (rc < 0) {
+    release_slot_state(s);
+    if (rc == -ECANCELED)
+      return get_srcresult(self);
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot queue a frame."), ("%s", msg));
+    g_free(msg);
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+
+drop:
+  gst_buffer_unref(buffer);
+  return flow;
+}
+
+/* Pushes one result, or one event, per call: strictly in the order the
+ * frames and events came in. */
+static void
+gst_cuda_mlp_loop(GstPad *pad)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(GST_PAD_PARENT(pad));
+  pp_item item;
+
+  if (pp_engine_pop(self->engine, &item) < 0) {
+    gst_pad_pause_task(pad);
+    return;
+  }
+  if (item.kind == PP_ITEM_MARKER) {
+    GstEvent *event = item.user;
+    if (GST_EVENT_TYPE(event) == GST_EVENT_EOS)
+      post_stats(self);
+    gst_pad_push_event(self->srcpad, event);
+    return;
+  }
+
+  GstCudaMlpSlot *s = &self->slot_state[item.slot];
+  GstBuffer *input = s->input, *output = s->output;
+  gst_buffer_unmap(input, &s->input_map);
+  gst_buffer_unmap(output, &s->output_map);
+  s->input = s->output = NULL;
+  pp_engine_release(self->engine, item.slot);
+
+  GstFlowReturn flow;
+  if (item.status < 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Processing a frame failed."),
+                      ("%s backend: %s", pp_engine_backend_name(self->engine), item.message));
+    gst_buffer_unref(input);
+    gst_buffer_unref(output);
+    flow = GST_FLOW_ERROR;
+  } else {
+    gst_buffer_copy_into(output, input, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+    gst_buffer_unref(input);
+    flow = gst_pad_push(self->srcpad, output);
+  }
+  if (flow == GST_FLOW_OK)
+    return;
+
+  GST_DEBUG_OBJECT(self, "pausing: %s", gst_flow_get_name(flow));
+  set_srcresult(self, flow);
+  /* Unblocks a chain waiting for a slot; it returns `flow` upstream. */
+  pp_engine_set_flushing(self->engine, TRUE);
+  if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) {
+    if (item.status == 0)
+      GST_ELEMENT_FLOW_ERROR(self, flow);
+    gst_pad_push_event(self->srcpad, gst_event_new_eos());
+  }
+  gst_pad_pause_task(pad);
+}
+
+static gboolean
+gst_cuda_mlp_src_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(parent);
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  if (active) {
+    set_srcresult(self, GST_FLOW_OK);
+    pp_engine_set_flushing(self->engine, FALSE);
+    return gst_pad_start_task(pad, (GstTaskFunction) gst_cuda_mlp_loop, pad, NULL);
+  }
+  set_srcresult(self, GST_FLOW_FLUSHING);
+  pp_engine_set_flushing(self->engine, TRUE);
+  return gst_pad_stop_task(pad);
+}
+
+static gboolean
+gst_cuda_mlp_sink_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(parent);
+  (void) pad;
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  /* A chain waiting for a slot must return before the pad can deactivate. */
+  if (!active && self->engine)
+    pp_engine_set_flushing(self->engine, TRUE);
+  return TRUE;
+}
+
+static gboolean
+gst_cuda_mlp_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(parent);
+  gboolean ret;
+
+  if (!self->engine)
+    return gst_pad_event_default(pad, parent, event);
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_FLUSH_START:
+      pp_engine_set_flushing(self->engine, TRUE);
+      set_srcresult(self, GST_FLOW_FLUSHING);
+      ret = gst_pad_push_event(self->srcpad, event);
+      gst_pad_pause_task(self->srcpad);
+      return ret;
+    case GST_EVENT_FLUSH_STOP:
+      /* In-flight frames finish on the backend and are dropped. */
+      pp_engine_flush(self->engine);
+      pp_engine_set_flushing(self->engine, FALSE);
+      set_srcresult(self, GST_FLOW_OK);
+      ret = gst_pad_push_event(self->srcpad, event);
+      gst_pad_start_task(self->srcpad, (GstTaskFunction) gst_cuda_mlp_loop, self->srcpad, NULL);
+      return ret;
+    case GST_EVENT_CAPS: {
+      GstCaps *caps;
+      gst_event_parse_caps(event, &caps);
+      ret = gst_cuda_mlp_set_caps(self, caps);
+      gst_event_unref(event);
+      return ret;
+    }
+    default:
+      break;
+  }
+  if (!GST_EVENT_IS_SERIALIZED(event))
+    return gst_pad_event_default(pad, parent, event);
+  /* Serialized events leave in order with the frames around them. */
+  if (pp_engine_push_marker(self->engine, event) < 0) {
+    gst_event_unref(event);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+propose_allocation(GstCudaMlp *self, GstQuery *query)
+{
+  GstCaps *caps;
+  gboolean need_pool;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  if (!caps || !self->allocator)
+    return FALSE;
+
+  GST_OBJECT_LOCK(self);
+  const pp_mapping mapping = self->mapping;
+  const guint patch = self->patch_size;
+  GST_OBJECT_UNLOCK(self);
+  pp_frame_layout layout;
+  gint fps_n, fps_d;
+  g_autofree gchar *msg = NULL;
+  if (!pp_caps_to_layout(caps, mapping, patch, &layout, &fps_n, &fps_d, &msg))
+    return FALSE;
+
+  /* Enough buffers for every slot plus one being filled upstream. */
+  const guint min_buffers = self->active_slots + 1;
+  GstBufferPool *pool = NULL;
+  if (need_pool)
+    pool = gst_pp_pinned_pool_new(self->allocator, caps, layout.frame_bytes, min_buffers, 0);
+  gst_query_add_allocation_pool(query, pool, layout.frame_bytes, min_buffers, 0);
+  if (pool)
+    gst_object_unref(pool);
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = 4095;
+  gst_query_add_allocation_param(query, self->allocator, &params);
+  return TRUE;
+}
+
+static gboolean
+gst_cuda_mlp_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(parent);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION)
+    return propose_allocation(self, query);
+  return gst_pad_query_default(pad, parent, query);
+}
+
+static gboolean
+gst_cuda_mlp_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(parent);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY)
+    return gst_pad_query_default(pad, parent, query);
+
+  if (!gst_pad_peer_query(self->sinkpad, query))
+    return FALSE;
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(query, &live, &min, &max);
+  /* A result leaves once its frame is computed: within one frame period
+   * when keeping up, and at most `slots` periods behind when saturated. */
+  const GstClockTime period = self->frame_duration;
+  if (GST_CLOCK_TIME_IS_VALID(period)) {
+    min += period;
+    if (GST_CLOCK_TIME_IS_VALID(max))
+      max += period * self->active_slots;
+  } else {
+    max = GST_CLOCK_TIME_NONE;
+  }
+  GST_DEBUG_OBJECT(self, "latency min %" GST_TIME_FORMAT " max %" GST_TIME_FORMAT,
+                   GST_TIME_ARGS(min), GST_TIME_ARGS(max));
+  gst_query_set_latency(query, live, min, max);
+  return TRUE;
+}
+
+/* ---- GObject ------------------------------------------------------------ */
+
+static void
+gst_cuda_mlp_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_free(self->model_path);
+      self->model_path = g_value_dup_string(value);
+      break;
+    case PROP_SLOTS:
+      self->slots = g_value_get_uint(value);
+      break;
+    case PROP_MAPPING:
+      self->mapping = g_value_get_enum(value);
+      break;
+    case PROP_PATCH_SIZE:
+      self->patch_size = g_value_get_uint(value);
+      break;
+    case PROP_HIDDEN_SIZE:
+      self->hidden_size = g_value_get_uint(value);
+      break;
+    case PROP_OUTPUTS:
+      self->outputs = g_value_get_uint(value);
+      break;
+    case PROP_HIDDEN_ACTIVATION:
+      self->hidden_activation = g_value_get_enum(value);
+      break;
+    case PROP_BACKEND:
+      self->backend_options.kind = g_value_get_enum(value);
+      break;
+    case PROP_DEVICE_ID:
+      self->backend_options.device_id = g_value_get_int(value);
+      break;
+    case PROP_PRECISION:
+      self->backend_options.precision = g_value_get_enum(value);
+      break;
+    case PROP_COMPLETION:
+      self->backend_options.completion = g_value_get_enum(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_cuda_mlp_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(object);
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed(value, build_stats(self));
+    return;
+  }
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string(value, self->model_path);
+      break;
+    case PROP_SLOTS:
+      g_value_set_uint(value, self->slots);
+      break;
+    case PROP_MAPPING:
+      g_value_set_enum(value, self->mapping);
+      break;
+    case PROP_PATCH_SIZE:
+      g_value_set_uint(value, self->patch_size);
+      break;
+    case PROP_HIDDEN_SIZE:
+      g_value_set_uint(value, self->hidden_size);
+      break;
+    case PROP_OUTPUTS:
+      g_value_set_uint(value, self->outputs);
+      break;
+    case PROP_HIDDEN_ACTIVATION:
+      g_value_set_enum(value, self->hidden_activation);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum(value, self->backend_options.kind);
+      break;
+    case PROP_DEVICE_ID:
+      g_value_set_int(value, self->backend_options.device_id);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum(value, self->backend_options.precision);
+      break;
+    case PROP_COMPLETION:
+      g_value_set_enum(value, self->backend_options.completion);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_cuda_mlp_finalize(GObject *object)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(object);
+  g_free(self->model_path);
+  g_clear_pointer(&self->last_stats, gst_structure_free);
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+#define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
+
+static void
+gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+
+  object_class->set_property = gst_cuda_mlp_set_property;
+  object_class->get_property = gst_cuda_mlp_get_property;
+  object_class->finalize = gst_cuda_mlp_finalize;
+
+  properties[PROP_MODEL] = g_param_spec_string(
+      "model", "Model",
+      "safetensors file with the weights of nn.Sequential(nn.Linear(K, D), [nn.ReLU(),] "
+      "nn.Linear(D, O), nn.ReLU()) (F32, F16 or BF16). Unset: deterministic weights generated "
+      "from K, hidden-size and outputs",
+      NULL, CONFIG_FLAGS);
+  properties[PROP_SLOTS] = g_param_spec_uint(
+      "slots", "Slots",
+      "Frames in flight: each slot has its own pinned buffers and stream (2 = ping-pong; 3 lets "
+      "upload, compute and download all overlap)",
+      1, PP_MAX_SLOTS, DEFAULT_SLOTS, CONFIG_FLAGS);
+  properties[PROP_MAPPING] =
+      g_param_spec_enum("mapping", "Mapping", "How a video frame becomes the N×K input matrix X",
+                        GST_TYPE_CUDA_MLP_MAPPING, DEFAULT_MAPPING, CONFIG_FLAGS);
+  properties[PROP_PATCH_SIZE] = g_param_spec_uint(
+      "patch-size", "Patch size", "Side p of the square patches of mapping=patches", 1, 4096,
+      DEFAULT_PATCH_SIZE, CONFIG_FLAGS);
+  properties[PROP_HIDDEN_SIZE] = g_param_spec_uint(
+      "hidden-size", "Hidden size", "Hidden units D of generated weights (ignored with a model file)",
+      1, 65536, DEFAULT_HIDDEN_SIZE, CONFIG_FLAGS);
+  properties[PROP_OUTPUTS] = g_param_spec_uint(
+      "outputs", "Outputs", "Outputs O per sample of generated weights (ignored with a model file)",
+      1, 65536, DEFAULT_OUTPUTS, CONFIG_FLAGS);
+  properties[PROP_HIDDEN_ACTIVATION] = g_param_spec_enum(
+      "hidden-activation", "Hidden activation", "Activation between the two layers",
+      GST_TYPE_CUDA_MLP_ACTIVATION, DEFAULT_ACTIVATION, CONFIG_FLAGS);
+  properties[PROP_BACKEND] =
+      g_param_spec_enum("backend", "Backend", "Where the MLP runs", GST_TYPE_CUDA_MLP_BACKEND,
+                        DEFAULT_BACKEND, CONFIG_FLAGS);
+  properties[PROP_DEVICE_ID] = g_param_spec_int("device-id", "Device ID",
+                                                "CUDA device to run on (backend=cuda or auto)", 0,
+                                                G_MAXINT, DEFAULT_DEVICE_ID, CONFIG_FLAGS);
+  properties[PROP_PRECISION] = g_param_spec_enum(
+      "precision", "Precision", "Arithmetic of the GEMMs on the GPU (the CPU always uses fp32)",
+      GST_TYPE_CUDA_MLP_PRECISION, DEFAULT_PRECISION, CONFIG_FLAGS);
+  properties[PROP_COMPLETION] = g_param_spec_enum(
+      "completion", "Completion", "How the GPU tells the element a frame is done",
+      GST_TYPE_CUDA_MLP_COMPLETION, DEFAULT_COMPLETION, CONFIG_FLAGS);
+  properties[PROP_STATS] = g_param_spec_boxed(
+      "stats", "Statistics",
+      "Frames done, per-frame latency through the element (mean over all frames; p50, p99 over "
+      "the last 4096) in microseconds, mean GPU stage times, staged (copied) inputs",
+      GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties(object_class, N_PROPS, properties);
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "CUDA MLP", "Filter/Converter/Video",
+      "Runs a two-layer perceptron on every frame with several frames in flight on the GPU",
+      "pingpong developers");
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_mlp_change_state);
+
+  GST_DEBUG_CATEGORY_INIT(gst_cuda_mlp_debug, "cudamlp", 0, "pingpong CUDA MLP element");
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_MAPPING, 0);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_BACKEND, 0);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_ACTIVATION, 0);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_PRECISION, 0);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_COMPLETION, 0);
+}
+
+static void
+gst_cuda_mlp_init(GstCudaMlp *self)
+{
+  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  gst_pad_set_chain_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_mlp_chain));
+  gst_pad_set_event_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_mlp_sink_event));
+  gst_pad_set_query_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_mlp_sink_query));
+  gst_pad_set_activatemode_function(self->sinkpad,
+                                    GST_DEBUG_FUNCPTR(gst_cuda_mlp_sink_activate_mode));
+  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  gst_pad_set_query_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_cuda_mlp_src_query));
+  gst_pad_set_activatemode_function(self->srcpad,
+                                    GST_DEBUG_FUNCPTR(gst_cuda_mlp_src_activate_mode));
+  gst_pad_use_fixed_caps(self->srcpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+
+  self->slots = DEFAULT_SLOTS;
+  self->mapping = DEFAULT_MAPPING;
+  self->patch_size = DEFAULT_PATCH_SIZE;
+  self->hidden_size = DEFAULT_HIDDEN_SIZE;
+  self->outputs = DEFAULT_OUTPUTS;
+  self->hidden_activation = DEFAULT_ACTIVATION;
+  self->backend_options = (pp_backend_options){
+    .kind = DEFAULT_BACKEND,
+    .device_id = DEFAULT_DEVICE_ID,
+    .precision = DEFAULT_PRECISION,
+    .completion = DEFAULT_COMPLETION,
+  };
+  self->srcresult = GST_FLOW_FLUSHING;
+  self->frame_duration = GST_CLOCK_TIME_NONE;
+}

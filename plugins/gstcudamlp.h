@@ -1,0 +1,61 @@
+#ifndef GST_CUDA_MLP_H
+#define GST_CUDA_MLP_H
+
+#include <gst/gst.h>
+
+#include "backend.h"
+#include "engine.h"
+#include "frame.h"
+#include "model.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_CUDA_MLP (gst_cuda_mlp_get_type())
+G_DECLARE_FINAL_TYPE(GstCudaMlp, gst_cuda_mlp, GST, CUDA_MLP, GstElement)
+
+GST_ELEMENT_REGISTER_DECLARE(cudamlp);
+
+/* What the element keeps for a frame while its slot works on it. */
+typedef struct {
+  GstBuffer *input;
+  GstMapInfo input_map;
+  GstBuffer *output;
+  GstMapInfo output_map;
+} GstCudaMlpSlot;
+
+struct _GstCudaMlp {
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* Properties, under the object lock; read at start or set_caps. */
+  gchar *model_path;
+  guint slots;
+  pp_mapping mapping;
+  guint patch_size;
+  guint hidden_size;
+  guint outputs;
+  pp_hidden_activation hidden_activation;
+  pp_backend_options backend_options;
+
+  /* From start to stop. */
+  pp_engine *engine;
+  pp_model *file_model; /* NULL when weights are generated */
+  pp_model *generated_model;
+  GstAllocator *allocator;
+  gboolean pinned; /* the backend DMAs from pinned memory (CUDA) */
+  guint active_slots;
+
+  /* From set_caps. */
+  pp_frame_layout layout;
+  const pp_model *model;
+  GstBufferPool *output_pool;
+  GstClockTime frame_duration;
+
+  GstCudaMlpSlot slot_state[PP_MAX_SLOTS];
+  GstFlowReturn srcresult;  /* under the object lock */
+  GstStructure *last_stats; /* under the object lock; what stop saw */
+};
+
+G_END_DECLS
+
+#endif
