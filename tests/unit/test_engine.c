@@ -1,0 +1,547 @@
+/* The engine's contract: results in submission order whatever order slots
+ * finish in, markers where they were pushed, back-pressure, drain, flush,
+ * teardown with frames in flight; and the CPU backend's results. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <glib.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_mlp.h"
+#include "engine.h"
+#include "frame.h"
+#include "testutil.h"
+
+static uint64_t seed;
+
+/* ---- a backend that finishes slots in random order ----------------------- */
+
+typedef struct {
+  pp_backend base;
+  GMutex lock;
+  GCond changed;
+  GThread *thread;
+  bool quit;
+  bool hold;           /* keep completions back until released */
+  int fail_submits;    /* fail this many submits with -EIO */
+  int fail_completion; /* complete the next frame with -EIO */
+  GArray *pending;     /* slots submitted, not yet completed */
+  pp_job jobs[PP_MAX_SLOTS];
+  test_rng rng;
+} fake_backend;
+
+static void
+fake_complete_one(fake_backend *f, guint index_in_pending)
+{
+  const unsigned slot = g_array_index(f->pending, unsigned, index_in_pending);
+  g_array_remove_index(f->pending, index_in_pending);
+  const pp_job job = f->jobs[slot];
+  const bool fail = f->fail_completion > 0;
+  if (fail)
+    f->fail_completion--;
+  g_mutex_unlock(&f->lock);
+  /* "Compute": the output is a function of the input, so a mix-up shows. */
+  job.output[0] = *(const float *) job.input * 2 + 1;
+  f->base.complete(f->base.complete_data, slot, fail ? -EIO : 0, fail ? "disk on fire" : NULL);
+  g_mutex_lock(&f->lock);
+  g_cond_broadcast(&f->changed);
+}
+
+static gpointer
+fake_thread(gpointer data)
+{
+  fake_backend *f = data;
+  g_mutex_lock(&f->lock);
+  while (!f->quit) {
+    if (f->hold || f->pending->len == 0) {
+      g_cond_wait(&f->changed, &f->lock);
+      continue;
+    }
+    const guint pick = test_rng_next(&f->rng) % f->pending->len;
+    const gulong delay = test_rng_next(&f->rng) % 300;
+    g_mutex_unlock(&f->lock);
+    g_usleep(delay);
+    g_mutex_lock(&f->lock);
+    if (pick < f->pending->len && !f->hold)
+      fake_complete_one(f, pick);
+  }
+  g_mutex_unlock(&f->lock);
+  return NULL;
+}
+
+static int
+fake_configure(pp_backend *b, const pp_model *m, const pp_frame_layout *l, unsigned n, char **msg)
+{
+  (void) b, (void) m, (void) l, (void) n, (void) msg;
+  return 0;
+}
+
+static int
+fake_submit(pp_backend *b, unsigned slot, const pp_job *job, char **msg)
+{
+  fake_backend *f = (fake_backend *) b;
+  g_mutex_lock(&f->lock);
+  if (f->fail_submits > 0) {
+    f->fail_submits--;
+    g_mutex_unlock(&f->lock);
+    *msg = g_strdup("refused");
+    return -EIO;
+  }
+  f->jobs[slot] = *job;
+  g_array_append_val(f->pending, slot);
+  g_cond_broadcast(&f->changed);
+  g_mutex_unlock(&f->lock);
+  return 0;
+}
+
+/* Like a GPU draining its streams: everything queued completes. */
+static int
+fake_sync(pp_backend *b)
+{
+  fake_backend *f = (fake_backend *) b;
+  g_mutex_lock(&f->lock);
+  while (f->pending->len)
+    fake_complete_one(f, 0);
+  g_mutex_unlock(&f->lock);
+  return 0;
+}
+
+static void
+fake_destroy(pp_backend *b)
+{
+  fake_backend *f = (fake_backend *) b;
+  g_mutex_lock(&f->lock);
+  f->quit = true;
+  g_cond_broadcast(&f->changed);
+  g_mutex_unlock(&f->lock);
+  g_thread_join(f->thread);
+  g_array_free(f->pending, TRUE);
+  g_mutex_clear(&f->lock);
+  g_cond_clear(&f->changed);
+  g_free(f);
+}
+
+static const pp_backend_ops fake_ops = {
+  .abi = PP_BACKEND_ABI,
+  .name = "fake",
+  .configure = fake_configure,
+  .submit = fake_submit,
+  .sync = fake_sync,
+  .destroy = fake_destroy,
+};
+
+static fake_backend *
+fake_new(bool hold)
+{
+  fake_backend *f = g_new0(fake_backend, 1);
+  f->base.ops = &fake_ops;
+  g_mutex_init(&f->lock);
+  g_cond_init(&f->changed);
+  f->pending = g_array_new(FALSE, FALSE, sizeof(unsigned));
+  f->hold = hold;
+  test_rng_seed(&f->rng, seed);
+  f->thread = g_thread_new("fake-gpu", fake_thread, f);
+  return f;
+}
+
+static void
+fake_set_hold(fake_backend *f, bool hold)
+{
+  g_mutex_lock(&f->lock);
+  f->hold = hold;
+  g_cond_broadcast(&f->changed);
+  g_mutex_unlock(&f->lock);
+}
+
+/* ---- a harness around the engine ----------------------------------------- */
+
+typedef struct {
+  pp_engine *engine;
+  fake_backend *fake;
+  float inputs[PP_MAX_SLOTS];
+  float outputs[PP_MAX_SLOTS];
+  int discarded_frames, discarded_markers;
+  GAsyncQueue *discarded;
+} rig;
+
+static void
+on_discard(void *owner, const pp_item *item)
+{
+  rig *r = owner;
+  if (item->kind == PP_ITEM_MARKER)
+    r->discarded_markers++;
+  else
+    r->discarded_frames++;
+  g_async_queue_push(r->discarded, item->user);
+}
+
+#define MARKER_BIT (1u << 30)
+
+static rig *
+rig_new(unsigned slots, bool hold)
+{
+  rig *r = g_new0(rig, 1);
+  r->fake = fake_new(hold);
+  r->discarded = g_async_queue_new();
+  r->engine = pp_engine_new(&r->fake->base, on_discard, r);
+  pp_frame_layout layout;
+  pp_model model = { .k = 1, .d = 1, .o = 1 };
+  char *msg = NULL;
+  assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
+  assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, &msg), 0);
+  return r;
+}
+
+static void
+rig_free(rig *r)
+{
+  if (r->engine)
+    pp_engine_free(r->engine);
+  g_async_queue_unref(r->discarded);
+  g_free(r);
+}
+
+/* Submits frame `seq` (user = seq + 1 so it is never NULL). */
+static int
+submit_frame(rig *r, unsigned seq)
+{
+  unsigned slot;
+  int rc = pp_engine_acquire(r->engine, &slot);
+  if (rc < 0)
+    return rc;
+  r->inputs[slot] = (float) seq;
+  r->outputs[slot] = NAN;
+  const pp_job job = { .input = &r->inputs[slot], .output = &r->outputs[slot] };
+  char *msg = NULL;
+  rc = pp_engine_submit(r->engine, slot, &job, GUINT_TO_POINTER(seq + 1), &msg);
+  g_free(msg);
+  return rc;
+}
+
+/* Pops one item and checks it is frame `seq` with its own result. */
+static void
+expect_frame(rig *r, unsigned seq)
+{
+  pp_item item;
+  assert_int_equal(pp_engine_pop(r->engine, &item), 0);
+  assert_int_equal(item.kind, PP_ITEM_FRAME);
+  assert_int_equal(GPOINTER_TO_UINT(item.user), seq + 1);
+  assert_int_equal(item.status, 0);
+  assert_float_equal(r->outputs[item.slot], seq * 2.0f + 1, 0);
+  pp_engine_release(r->engine, item.slot);
+}
+
+/* ---- ordering ------------------------------------------------------------ */
+
+typedef struct {
+  rig *r;
+  unsigned frames;
+} producer_args;
+
+static gpointer
+producer(gpointer data)
+{
+  producer_args *a = data;
+  for (unsigned seq = 0; seq < a->frames; seq++) {
+    assert_int_equal(submit_frame(a->r, seq), 0);
+    if (seq % 7 == 3)
+      assert_int_equal(pp_engine_push_marker(a->r->engine, GUINT_TO_POINTER(seq | MARKER_BIT)), 0);
+  }
+  return NULL;
+}
+
+static void
+test_order_under_random_completion(void **state)
+{
+  (void) state;
+  for (unsigned slots = 1; slots <= 5; slots++) {
+    rig *r = rig_new(slots, false);
+    producer_args args = { r, 400 };
+    GThread *t = g_thread_new("producer", producer, &args);
+    for (unsigned seq = 0; seq < args.frames; seq++) {
+      expect_frame(r, seq);
+      if (seq % 7 == 3) {
+        pp_item item;
+        assert_int_equal(pp_engine_pop(r->engine, &item), 0);
+        assert_int_equal(item.kind, PP_ITEM_MARKER);
+        assert_int_equal(GPOINTER_TO_UINT(item.user), seq | MARKER_BIT);
+      }
+    }
+    g_thread_join(t);
+    pp_stats stats;
+    pp_engine_get_stats(r->engine, &stats);
+    assert_int_equal(stats.frames, args.frames);
+    assert_true(stats.latency_p50_us > 0 && stats.latency_p99_us >= stats.latency_p50_us);
+    pp_engine_free(r->engine);
+    r->engine = NULL;
+    assert_int_equal(r->discarded_frames + r->discarded_markers, 0);
+    rig_free(r);
+  }
+}
+
+/* ---- back-pressure and drain ----------------------------------------------- */
+
+typedef struct {
+  rig *r;
+  unsigned seq;
+  volatile gint done;
+  int rc;
+} blocked_call;
+
+static gpointer
+submit_in_thread(gpointer data)
+{
+  blocked_call *c = data;
+  c->rc = submit_frame(c->r, c->seq);
+  g_atomic_int_set(&c->done, 1);
+  return NULL;
+}
+
+static gpointer
+drain_in_thread(gpointer data)
+{
+  blocked_call *c = data;
+  c->rc = pp_engine_drain(c->r->engine);
+  g_atomic_int_set(&c->done, 1);
+  return NULL;
+}
+
+/* True if `c` is still blocked after 50 ms. */
+static bool
+still_blocked(blocked_call *c)
+{
+  g_usleep(50 * 1000);
+  return !g_atomic_int_get(&c->done);
+}
+
+static void
+test_back_pressure(void **state)
+{
+  (void) state;
+  rig *r = rig_new(2, true);
+  assert_int_equal(submit_frame(r, 0), 0);
+  assert_int_equal(submit_frame(r, 1), 0);
+
+  blocked_call third = { r, 2, 0, 0 };
+  GThread *t = g_thread_new("third", submit_in_thread, &third);
+  assert_true(still_blocked(&third));
+  /* Frame 0 done but not popped: its slot is still taken. */
+  fake_set_hold(r->fake, false);
+  assert_true(still_blocked(&third));
+  expect_frame(r, 0);
+  g_thread_join(t);
+  assert_int_equal(third.rc, 0);
+  expect_frame(r, 1);
+  expect_frame(r, 2);
+  rig_free(r);
+}
+
+static void
+test_drain_waits_for_every_result(void **state)
+{
+  (void) state;
+  rig *r = rig_new(3, true);
+  for (unsigned seq = 0; seq < 3; seq++)
+    assert_int_equal(submit_frame(r, seq), 0);
+  assert_int_equal(pp_engine_push_marker(r->engine, GUINT_TO_POINTER(MARKER_BIT)), 0);
+  blocked_call drain = { r, 0, 0, -1 };
+  GThread *t = g_thread_new("drain", drain_in_thread, &drain);
+  fake_set_hold(r->fake, false);
+  for (unsigned seq = 0; seq < 3; seq++) {
+    assert_true(still_blocked(&drain));
+    expect_frame(r, seq);
+  }
+  assert_true(still_blocked(&drain)); /* the marker is still queued */
+  pp_item item;
+  assert_int_equal(pp_engine_pop(r->engine, &item), 0);
+  assert_int_equal(item.kind, PP_ITEM_MARKER);
+  g_thread_join(t);
+  assert_int_equal(drain.rc, 0);
+  rig_free(r);
+}
+
+/* ---- flush and teardown --------------------------------------------------- */
+
+static void
+test_flush_discards_in_flight(void **state)
+{
+  (void) state;
+  rig *r = rig_new(4, true);
+  for (unsigned seq = 0; seq < 4; seq++)
+    assert_int_equal(submit_frame(r, seq), 0);
+  assert_int_equal(pp_engine_push_marker(r->engine, GUINT_TO_POINTER(MARKER_BIT)), 0);
+
+  /* A producer blocked on a full engine wakes with -ECANCELED. */
+  blocked_call fifth = { r, 4, 0, 0 };
+  GThread *t = g_thread_new("fifth", submit_in_thread, &fifth);
+  assert_true(still_blocked(&fifth));
+  pp_engine_set_flushing(r->engine, true);
+  g_thread_join(t);
+  assert_int_equal(fifth.rc, -ECANCELED);
+  pp_item item;
+  assert_int_equal(pp_engine_pop(r->engine, &item), -ECANCELED);
+  assert_int_equal(pp_engine_push_marker(r->engine, NULL), -ECANCELED);
+
+  pp_engine_flush(r->engine);
+  assert_int_equal(r->discarded_frames, 4);
+  assert_int_equal(r->discarded_markers, 1);
+  for (unsigned seq = 1; seq <= 4; seq++)
+    assert_int_equal(GPOINTER_TO_UINT(g_async_queue_pop(r->discarded)), seq);
+
+  /* Afterwards nothing stale comes out, and new frames flow. */
+  pp_engine_set_flushing(r->engine, false);
+  fake_set_hold(r->fake, false);
+  for (unsigned seq = 100; seq < 110; seq++) {
+    assert_int_equal(submit_frame(r, seq), 0);
+    if (seq >= 103) /* keep the four slots busy */
+      expect_frame(r, seq - 3);
+  }
+  for (unsigned seq = 107; seq < 110; seq++)
+    expect_frame(r, seq);
+  pp_engine_free(r->engine);
+  r->engine = NULL;
+  assert_int_equal(r->discarded_frames, 4); /* nothing more was thrown away */
+  rig_free(r);
+}
+
+static void
+test_teardown_with_frames_in_flight(void **state)
+{
+  (void) state;
+  rig *r = rig_new(3, true);
+  for (unsigned seq = 0; seq < 3; seq++)
+    assert_int_equal(submit_frame(r, seq), 0);
+  assert_int_equal(pp_engine_push_marker(r->engine, GUINT_TO_POINTER(MARKER_BIT)), 0);
+  GAsyncQueue *discarded = g_async_queue_ref(r->discarded);
+  pp_engine_free(r->engine);
+  /* Each frame and marker freed exactly once. */
+  assert_int_equal(r->discarded_frames, 3);
+  assert_int_equal(r->discarded_markers, 1);
+  assert_int_equal(g_async_queue_length(discarded), 4);
+  g_async_queue_unref(discarded);
+  g_async_queue_unref(r->discarded);
+  g_free(r);
+}
+
+static void
+test_failures(void **state)
+{
+  (void) state;
+  rig *r = rig_new(1, true);
+  g_mutex_lock(&r->fake->lock);
+  r->fake->fail_submits = 1;
+  r->fake->fail_completion = 1;
+  g_mutex_unlock(&r->fake->lock);
+  /* A refused submit leaves the engine as if it had not happened. */
+  assert_int_equal(submit_frame(r, 0), -EIO);
+  assert_int_equal(submit_frame(r, 0), 0);
+  fake_set_hold(r->fake, false);
+  /* A frame that fails on the backend comes out, in order, with its error. */
+  pp_item item;
+  assert_int_equal(pp_engine_pop(r->engine, &item), 0);
+  assert_int_equal(GPOINTER_TO_UINT(item.user), 1);
+  assert_int_equal(item.status, -EIO);
+  assert_string_equal(item.message, "disk on fire");
+  pp_engine_release(r->engine, item.slot);
+  assert_int_equal(submit_frame(r, 1), 0);
+  expect_frame(r, 1);
+  rig_free(r);
+}
+
+/* ---- the CPU backend through the engine ------------------------------------ */
+
+static void
+check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_activation act,
+                  unsigned slots)
+{
+  test_rng rng;
+  test_rng_seed(&rng, seed ^ (w * 31 + h));
+  pp_backend *backend = NULL;
+  char *msg = NULL;
+  assert_int_equal(pp_backend_cpu_new(&backend, &msg), 0);
+  pp_engine *engine = pp_engine_new(backend, NULL, NULL);
+  pp_frame_layout layout;
+  const uint32_t stride = (w * 3 + 3) / 4 * 4;
+  assert_int_equal(pp_layout_for_video(PP_PIXEL_RGB, w, h, stride, PP_MAPPING_ROWS, 0, &layout,
+                                       &msg),
+                   0);
+  pp_model *model = NULL;
+  assert_int_equal(pp_model_generate(layout.k, d, o, act, &model), 0);
+  assert_int_equal(pp_engine_configure(engine, model, &layout, slots, &msg), 0);
+
+  enum { FRAMES = 12 };
+  uint8_t *frames[FRAMES];
+  float *outputs[FRAMES];
+  for (int i = 0; i < FRAMES; i++) {
+    frames[i] = g_malloc(layout.frame_bytes);
+    test_rng_fill_bytes(&rng, frames[i], layout.frame_bytes);
+    outputs[i] = g_new(float, (size_t) layout.n * o);
+    test_poison(outputs[i], (size_t) layout.n * o);
+  }
+  /* Submit all, popping as slots fill, then check each against the reference. */
+  int popped = 0;
+  for (int i = 0; i < FRAMES; i++) {
+    unsigned slot;
+    if (i >= (int) slots) {
+      pp_item item;
+      assert_int_equal(pp_engine_pop(engine, &item), 0);
+      assert_int_equal(GPOINTER_TO_INT(item.user), popped++ + 1);
+      pp_engine_release(engine, item.slot);
+    }
+    assert_int_equal(pp_engine_acquire(engine, &slot), 0);
+    const pp_job job = { .input = frames[i], .output = outputs[i] };
+    assert_int_equal(pp_engine_submit(engine, slot, &job, GINT_TO_POINTER(i + 1), &msg), 0);
+  }
+  while (popped < FRAMES) {
+    pp_item item;
+    assert_int_equal(pp_engine_pop(engine, &item), 0);
+    assert_int_equal(GPOINTER_TO_INT(item.user), popped++ + 1);
+    pp_engine_release(engine, item.slot);
+  }
+  float *x = g_new(float, (size_t) layout.n * layout.k);
+  double *ref = g_new(double, (size_t) layout.n * o), *mag = g_new(double, (size_t) layout.n * o);
+  for (int i = 0; i < FRAMES; i++) {
+    /* X straight from the bytes, independently of pp_cpu_gather. */
+    for (uint32_t row = 0; row < layout.n; row++)
+      for (uint32_t k = 0; k < layout.k; k++)
+        x[(size_t) row * layout.k + k] = frames[i][row * stride + k] / 255.0f;
+    test_reference_mlp(model, x, layout.n, ref, mag);
+    const double err = test_scaled_error(outputs[i], ref, mag, (size_t) layout.n * o);
+    if (!(err <= PP_FP32_REL_TOL))
+      fail_msg("frame %d: scaled error %.3e > %.0e", i, err, PP_FP32_REL_TOL);
+    g_free(frames[i]);
+    g_free(outputs[i]);
+  }
+  g_free(x), g_free(ref), g_free(mag);
+  pp_engine_free(engine);
+  pp_model_free(model);
+}
+
+static void
+test_cpu_backend_results(void **state)
+{
+  (void) state;
+  check_cpu_backend(31, 17, 40, 1, PP_HIDDEN_NONE, 2);
+  check_cpu_backend(20, 9, 13, 7, PP_HIDDEN_RELU, 3);
+  check_cpu_backend(64, 33, 64, 2, PP_HIDDEN_RELU, 1);
+}
+
+int
+main(void)
+{
+  seed = test_seed();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_order_under_random_completion),
+    cmocka_unit_test(test_back_pressure),
+    cmocka_unit_test(test_drain_waits_for_every_result),
+    cmocka_unit_test(test_flush_discards_in_flight),
+    cmocka_unit_test(test_teardown_with_frames_in_flight),
+    cmocka_unit_test(test_failures),
+    cmocka_unit_test(test_cpu_backend_results),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
