@@ -28,13 +28,13 @@ typedef enum {
 
 typedef struct {
   pp_layout_kind kind;
-  uint32_t n, k;         /* X is n×k */
-  uint32_t width;        /* pixels per image row (video) */
-  uint32_t height;       /* image rows (video) */
-  uint32_t channels;     /* channels a pixel contributes to X (3 for RGBx) */
-  uint32_t pixel_stride; /* bytes per pixel in memory (4 for RGBx) */
-  uint32_t row_stride;   /* bytes per image row in memory, padding included */
-  uint32_t patch;        /* patch side p; patches mapping only */
+  uint32_t n, k;            /* X is n×k */
+  uint32_t width;           /* pixels per image row (video) */
+  uint32_t height;          /* image rows (video) */
+  uint32_t channels;        /* channels a pixel contributes to X (3 for RGBx) */
+  uint32_t pixel_stride;    /* bytes per pixel in memory (4 for RGBx) */
+  uint32_t row_stride;      /* bytes per image row in memory, padding included */
+  uint32_t patch;           /* patch side p; patches mapping only */
   uint32_t patches_per_row; /* width / p; patches mapping only */
   /* Byte offset inside a pixel of channel c, channels in R,G,B,A order, so a
    * model sees the same X for RGB and BGR frames of the same image. */

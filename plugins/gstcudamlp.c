@@ -135,15 +135,14 @@ build_stats_locked(GstCudaMlp *self)
     pp_engine_get_stats(self->engine, &stats);
     backend = pp_engine_backend_name(self->engine);
   }
-  return gst_structure_new("application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend,
-                           "slots", G_TYPE_UINT, self->active_slots, "frames", G_TYPE_UINT64,
-                           stats.frames, "latency-mean-us", G_TYPE_DOUBLE, stats.latency_mean_us,
-                           "latency-p50-us", G_TYPE_DOUBLE, stats.latency_p50_us,
-                           "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us,
-                           "latency-max-us", G_TYPE_DOUBLE, stats.latency_max_us, "h2d-mean-us",
-                           G_TYPE_DOUBLE, stats.h2d_mean_us, "mlp-mean-us", G_TYPE_DOUBLE,
-                           stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE, stats.d2h_mean_us,
-                           "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, NULL);
+  return gst_structure_new(
+      "application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend, "slots", G_TYPE_UINT,
+      self->active_slots, "frames", G_TYPE_UINT64, stats.frames, "latency-mean-us", G_TYPE_DOUBLE,
+      stats.latency_mean_us, "latency-p50-us", G_TYPE_DOUBLE, stats.latency_p50_us,
+      "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us, "latency-max-us", G_TYPE_DOUBLE,
+      stats.latency_max_us, "h2d-mean-us", G_TYPE_DOUBLE, stats.h2d_mean_us, "mlp-mean-us",
+      G_TYPE_DOUBLE, stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE, stats.d2h_mean_us,
+      "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, NULL);
 }
 
 static GstStructure *
@@ -240,7 +239,8 @@ gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
   GstCudaMlp *self = GST_CUDA_MLP(element);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !gst_cuda_mlp_start(self))
     return GST_STATE_CHANGE_FAILURE;
-  const GstStateChangeReturn ret = GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY ||
       (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_FAILURE))
     gst_cuda_mlp_stop(self);
@@ -280,8 +280,7 @@ make_output_pool(GstCudaMlp *self, const pp_model *model)
   }
   const guint size = self->layout.n * model->o * sizeof(float);
   /* At least one buffer per slot, and as many more as downstream holds. */
-  self->output_pool =
-      gst_pp_pinned_pool_new(self->allocator, NULL, size, self->active_slots, 0);
+  self->output_pool = gst_pp_pinned_pool_new(self->allocator, NULL, size, self->active_slots, 0);
   return self->output_pool && gst_buffer_pool_set_active(self->output_pool, TRUE);
 }
 
@@ -308,8 +307,7 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   if (pp_engine_is_configured(self->engine) && pp_engine_drain(self->engine) < 0)
     return FALSE;
   if (pp_engine_configure(self->engine, model, &layout, self->active_slots, &msg) < 0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."),
-                      ("%s", msg));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."), ("%s", msg));
     g_free(msg);
     return FALSE;
   }
@@ -321,8 +319,8 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   }
   self->frame_duration =
       fps_n > 0 ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
-  GST_INFO_OBJECT(self, "X is %u×%u, model %u→%u→%u (%s), %zu bytes per frame", layout.n,
-                  layout.k, model->k, model->d, model->o, model->source, layout.frame_bytes);
+  GST_INFO_OBJECT(self, "X is %u×%u, model %u→%u→%u (%s), %zu bytes per frame", layout.n, layout.k,
+                  model->k, model->d, model->o, model->source, layout.frame_bytes);
 
   GstCaps *out_caps = pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
   const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
@@ -728,12 +726,13 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
   properties[PROP_MAPPING] =
       g_param_spec_enum("mapping", "Mapping", "How a video frame becomes the N×K input matrix X",
                         GST_TYPE_CUDA_MLP_MAPPING, DEFAULT_MAPPING, CONFIG_FLAGS);
-  properties[PROP_PATCH_SIZE] = g_param_spec_uint(
-      "patch-size", "Patch size", "Side p of the square patches of mapping=patches", 1, 4096,
-      DEFAULT_PATCH_SIZE, CONFIG_FLAGS);
-  properties[PROP_HIDDEN_SIZE] = g_param_spec_uint(
-      "hidden-size", "Hidden size", "Hidden units D of generated weights (ignored with a model file)",
-      1, 65536, DEFAULT_HIDDEN_SIZE, CONFIG_FLAGS);
+  properties[PROP_PATCH_SIZE] = g_param_spec_uint("patch-size", "Patch size",
+                                                  "Side p of the square patches of mapping=patches",
+                                                  1, 4096, DEFAULT_PATCH_SIZE, CONFIG_FLAGS);
+  properties[PROP_HIDDEN_SIZE] =
+      g_param_spec_uint("hidden-size", "Hidden size",
+                        "Hidden units D of generated weights (ignored with a model file)", 1, 65536,
+                        DEFAULT_HIDDEN_SIZE, CONFIG_FLAGS);
   properties[PROP_OUTPUTS] = g_param_spec_uint(
       "outputs", "Outputs", "Outputs O per sample of generated weights (ignored with a model file)",
       1, 65536, DEFAULT_OUTPUTS, CONFIG_FLAGS);
@@ -743,15 +742,15 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
   properties[PROP_BACKEND] =
       g_param_spec_enum("backend", "Backend", "Where the MLP runs", GST_TYPE_CUDA_MLP_BACKEND,
                         DEFAULT_BACKEND, CONFIG_FLAGS);
-  properties[PROP_DEVICE_ID] = g_param_spec_int("device-id", "Device ID",
-                                                "CUDA device to run on (backend=cuda or auto)", 0,
-                                                G_MAXINT, DEFAULT_DEVICE_ID, CONFIG_FLAGS);
+  properties[PROP_DEVICE_ID] =
+      g_param_spec_int("device-id", "Device ID", "CUDA device to run on (backend=cuda or auto)", 0,
+                       G_MAXINT, DEFAULT_DEVICE_ID, CONFIG_FLAGS);
   properties[PROP_PRECISION] = g_param_spec_enum(
       "precision", "Precision", "Arithmetic of the GEMMs on the GPU (the CPU always uses fp32)",
       GST_TYPE_CUDA_MLP_PRECISION, DEFAULT_PRECISION, CONFIG_FLAGS);
-  properties[PROP_COMPLETION] = g_param_spec_enum(
-      "completion", "Completion", "How the GPU tells the element a frame is done",
-      GST_TYPE_CUDA_MLP_COMPLETION, DEFAULT_COMPLETION, CONFIG_FLAGS);
+  properties[PROP_COMPLETION] =
+      g_param_spec_enum("completion", "Completion", "How the GPU tells the element a frame is done",
+                        GST_TYPE_CUDA_MLP_COMPLETION, DEFAULT_COMPLETION, CONFIG_FLAGS);
   properties[PROP_STATS] = g_param_spec_boxed(
       "stats", "Statistics",
       "Frames done, per-frame latency through the element (mean over all frames; p50, p99 over "

@@ -76,10 +76,9 @@ pinned_share(GstMemory *memory, gssize offset, gssize size)
   if (size == -1)
     size = memory->size - offset;
   GstPpPinnedMemory *sub = g_new0(GstPpPinnedMemory, 1);
-  gst_memory_init(GST_MEMORY_CAST(sub),
-                  GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY,
-                  memory->allocator, parent, memory->maxsize, memory->align,
-                  memory->offset + offset, size);
+  gst_memory_init(
+      GST_MEMORY_CAST(sub), GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY,
+      memory->allocator, parent, memory->maxsize, memory->align, memory->offset + offset, size);
   sub->data = mem->data;
   return GST_MEMORY_CAST(sub);
 }

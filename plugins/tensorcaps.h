@@ -12,18 +12,18 @@ G_BEGIN_DECLS
 #define PP_VIDEO_FORMATS "{ GRAY8, RGB, BGR, RGBA, BGRA, RGBx, BGRx }"
 
 #define PP_SINK_CAPS                                                                               \
-  "video/x-raw, format = (string) " PP_VIDEO_FORMATS ", width = (int) [ 1, MAX ], "               \
+  "video/x-raw, format = (string) " PP_VIDEO_FORMATS ", width = (int) [ 1, MAX ], "                \
   "height = (int) [ 1, MAX ], framerate = (fraction) [ 0/1, MAX ]; "                               \
-  "other/tensors, format = (string) static, num_tensors = (int) 1, types = (string) float32, "    \
+  "other/tensors, format = (string) static, num_tensors = (int) 1, types = (string) float32, "     \
   "framerate = (fraction) [ 0/1, MAX ]"
 
 #define PP_SRC_CAPS                                                                                \
-  "other/tensors, format = (string) static, num_tensors = (int) 1, types = (string) float32, "    \
+  "other/tensors, format = (string) static, num_tensors = (int) 1, types = (string) float32, "     \
   "framerate = (fraction) [ 0/1, MAX ]"
 
 /* Fills `layout` for frames of `caps`; on failure *msg says why (free it). */
-gboolean pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch,
-                           pp_frame_layout *layout, gint *fps_n, gint *fps_d, gchar **msg);
+gboolean pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_frame_layout *layout,
+                           gint *fps_n, gint *fps_d, gchar **msg);
 
 /* other/tensors caps for N rows of O float32 outputs: dimensions=O:N:1:1. */
 GstCaps *pp_caps_for_outputs(guint outputs, guint n, gint fps_n, gint fps_d);

@@ -23,10 +23,10 @@ typedef enum {
 
 typedef struct {
   pp_item_kind kind;
-  unsigned slot;     /* PP_ITEM_FRAME */
-  void *user;        /* the frame's `user`, or the marker */
-  int status;        /* 0, or the backend's negative errno for this frame */
-  char message[256]; /* why, when status < 0 */
+  unsigned slot;      /* PP_ITEM_FRAME */
+  void *user;         /* the frame's `user`, or the marker */
+  int status;         /* 0, or the backend's negative errno for this frame */
+  char message[256];  /* why, when status < 0 */
   int64_t latency_ns; /* submit to pop */
   pp_stage_times times;
 } pp_item;

@@ -8,12 +8,9 @@ static const struct {
   uint32_t channels, pixel_stride;
   uint8_t offsets[4]; /* R,G,B,A (or the single gray channel) */
 } pixel_formats[] = {
-  [PP_PIXEL_GRAY8] = { 1, 1, { 0 } },
-  [PP_PIXEL_RGB] = { 3, 3, { 0, 1, 2 } },
-  [PP_PIXEL_BGR] = { 3, 3, { 2, 1, 0 } },
-  [PP_PIXEL_RGBA] = { 4, 4, { 0, 1, 2, 3 } },
-  [PP_PIXEL_BGRA] = { 4, 4, { 2, 1, 0, 3 } },
-  [PP_PIXEL_RGBX] = { 3, 4, { 0, 1, 2 } },
+  [PP_PIXEL_GRAY8] = { 1, 1, { 0 } },         [PP_PIXEL_RGB] = { 3, 3, { 0, 1, 2 } },
+  [PP_PIXEL_BGR] = { 3, 3, { 2, 1, 0 } },     [PP_PIXEL_RGBA] = { 4, 4, { 0, 1, 2, 3 } },
+  [PP_PIXEL_BGRA] = { 4, 4, { 2, 1, 0, 3 } }, [PP_PIXEL_RGBX] = { 3, 4, { 0, 1, 2 } },
   [PP_PIXEL_BGRX] = { 3, 4, { 2, 1, 0 } },
 };
 
@@ -26,8 +23,7 @@ pp_pixel_channels(pp_pixel_format format)
   return pixel_formats[format].channels;
 }
 
-static int
-invalid(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static int invalid(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static int
 invalid(char **msg, const char *fmt, ...)

@@ -19,13 +19,13 @@ typedef enum {
 typedef struct pp_json pp_json;
 struct pp_json {
   pp_json_type type;
-  char *key;        /* member name when inside an object */
-  char *string;     /* PP_JSON_STRING */
-  double number;    /* PP_JSON_NUMBER */
-  int is_integer;   /* the number was written without fraction or exponent */
-  int64_t integer;  /* its value, when is_integer */
-  int boolean;      /* PP_JSON_BOOL */
-  pp_json **items;  /* array elements or object members, in file order */
+  char *key;       /* member name when inside an object */
+  char *string;    /* PP_JSON_STRING */
+  double number;   /* PP_JSON_NUMBER */
+  int is_integer;  /* the number was written without fraction or exponent */
+  int64_t integer; /* its value, when is_integer */
+  int boolean;     /* PP_JSON_BOOL */
+  pp_json **items; /* array elements or object members, in file order */
   size_t n_items;
 };
 

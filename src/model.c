@@ -32,8 +32,7 @@ new_model_id(void)
   return id;
 }
 
-static int
-fail(char **msg, const char *source, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static int fail(char **msg, const char *source, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
 static int
 fail(char **msg, const char *source, const char *fmt, ...)
@@ -151,11 +150,10 @@ check_layer(const linear_layer *layer, const char *source, char **msg)
   if (rc == 0 && layer->bias)
     rc = check_tensor(layer->bias, 1, source, msg);
   if (rc == 0 && layer->bias && layer->bias->shape[0] != layer->weight->shape[0])
-    rc = fail(msg, source,
-              "tensor '%s' has %" G_GUINT64_FORMAT " entries but '%s' has %" G_GUINT64_FORMAT
-              " outputs",
-              layer->bias->name, layer->bias->shape[0], layer->weight->name,
-              layer->weight->shape[0]);
+    rc = fail(
+        msg, source,
+        "tensor '%s' has %" G_GUINT64_FORMAT " entries but '%s' has %" G_GUINT64_FORMAT " outputs",
+        layer->bias->name, layer->bias->shape[0], layer->weight->name, layer->weight->shape[0]);
   return rc;
 }
 
@@ -254,8 +252,7 @@ uniform(uint64_t *state, size_t count, float bound)
 }
 
 int
-pp_model_generate(uint32_t k, uint32_t d, uint32_t o, pp_hidden_activation hidden,
-                  pp_model **out)
+pp_model_generate(uint32_t k, uint32_t d, uint32_t o, pp_hidden_activation hidden, pp_model **out)
 {
   if (k == 0 || d == 0 || o == 0 || k > MAX_DIM || d > MAX_DIM || o > MAX_DIM)
     return -EINVAL;

@@ -20,14 +20,14 @@ typedef enum {
 } pp_hidden_activation;
 
 typedef struct {
-  uint32_t k, d, o;  /* inputs, hidden units, outputs */
-  bool hidden_relu;  /* ReLU between the two layers */
-  float *w0, *b0;    /* D×K and D; b0 NULL without bias */
-  float *w1, *b1;    /* O×D and O; b1 NULL without bias */
-  char *source;      /* file name, or "generated", for messages */
-  char *w0_name;     /* tensor names, for messages ("0.weight") */
+  uint32_t k, d, o; /* inputs, hidden units, outputs */
+  bool hidden_relu; /* ReLU between the two layers */
+  float *w0, *b0;   /* D×K and D; b0 NULL without bias */
+  float *w1, *b1;   /* O×D and O; b1 NULL without bias */
+  char *source;     /* file name, or "generated", for messages */
+  char *w0_name;    /* tensor names, for messages ("0.weight") */
   char *w1_name;
-  uint64_t id;       /* changes whenever the weights do: backends upload once per id */
+  uint64_t id; /* changes whenever the weights do: backends upload once per id */
 } pp_model;
 
 /* Loads a safetensors state_dict of two nn.Linear layers (names
@@ -37,8 +37,8 @@ typedef struct {
 int pp_model_load(const char *path, pp_hidden_activation hidden, pp_model **out, char **msg);
 
 /* The same from bytes already in memory; `name` is used in messages. */
-int pp_model_parse(const uint8_t *bytes, size_t len, const char *name,
-                   pp_hidden_activation hidden, pp_model **out, char **msg);
+int pp_model_parse(const uint8_t *bytes, size_t len, const char *name, pp_hidden_activation hidden,
+                   pp_model **out, char **msg);
 
 /* Deterministic weights from the dimensions alone, PyTorch's default range
  * (uniform in ±1/√fan_in), so a pipeline needs nothing on disk. */

@@ -14,11 +14,11 @@ static const struct {
   unsigned size;
   pp_dtype dtype;
 } known_dtypes[] = {
-  { "F32", 4, PP_DTYPE_F32 },     { "F16", 2, PP_DTYPE_F16 },     { "BF16", 2, PP_DTYPE_BF16 },
-  { "F64", 8, PP_DTYPE_OTHER },   { "I64", 8, PP_DTYPE_OTHER },   { "I32", 4, PP_DTYPE_OTHER },
-  { "I16", 2, PP_DTYPE_OTHER },   { "I8", 1, PP_DTYPE_OTHER },    { "U64", 8, PP_DTYPE_OTHER },
-  { "U32", 4, PP_DTYPE_OTHER },   { "U16", 2, PP_DTYPE_OTHER },   { "U8", 1, PP_DTYPE_OTHER },
-  { "BOOL", 1, PP_DTYPE_OTHER },  { "F8_E4M3", 1, PP_DTYPE_OTHER }, { "F8_E5M2", 1, PP_DTYPE_OTHER },
+  { "F32", 4, PP_DTYPE_F32 },    { "F16", 2, PP_DTYPE_F16 },       { "BF16", 2, PP_DTYPE_BF16 },
+  { "F64", 8, PP_DTYPE_OTHER },  { "I64", 8, PP_DTYPE_OTHER },     { "I32", 4, PP_DTYPE_OTHER },
+  { "I16", 2, PP_DTYPE_OTHER },  { "I8", 1, PP_DTYPE_OTHER },      { "U64", 8, PP_DTYPE_OTHER },
+  { "U32", 4, PP_DTYPE_OTHER },  { "U16", 2, PP_DTYPE_OTHER },     { "U8", 1, PP_DTYPE_OTHER },
+  { "BOOL", 1, PP_DTYPE_OTHER }, { "F8_E4M3", 1, PP_DTYPE_OTHER }, { "F8_E5M2", 1, PP_DTYPE_OTHER },
 };
 
 typedef struct {
@@ -26,8 +26,7 @@ typedef struct {
   const char *name;
 } byte_range;
 
-static int
-set_error(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static int set_error(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static int
 set_error(char **msg, const char *fmt, ...)

@@ -134,7 +134,7 @@ image_to_x(const image *im, int channels, int patch, uint32_t *n, uint32_t *k)
     *n = (im->w / patch) * (im->h / patch);
     *k = patch * patch * channels;
   }
-  float *x = g_new(float, (size_t) *n * *k);
+  float *x = g_new(float, (size_t) *n **k);
   for (uint32_t row = 0; row < *n; row++)
     for (uint32_t col = 0; col < *k; col++) {
       int px, py, c = col % channels;
@@ -249,7 +249,8 @@ run_format(const format_desc *f, int patch, int w, int h_px, pp_hidden_activatio
   test_rng_seed(&rng, seed + f->format * 7 + patch);
   GstElement *e = make_mlp("slots", 2, "hidden-size", 19, "outputs", outputs, NULL);
   gst_util_set_object_arg(G_OBJECT(e), "mapping", patch ? "patches" : "rows");
-  gst_util_set_object_arg(G_OBJECT(e), "hidden-activation", act == PP_HIDDEN_RELU ? "relu" : "none");
+  gst_util_set_object_arg(G_OBJECT(e), "hidden-activation",
+                          act == PP_HIDDEN_RELU ? "relu" : "none");
   if (patch)
     g_object_set(e, "patch-size", patch, NULL);
   GstBus *bus;
@@ -297,7 +298,7 @@ test_rgb_and_bgr_agree(void **state)
   GstBuffer *results[2];
   for (int i = 0; i < 2; i++) {
     GstBus *bus;
-  GstHarness *h = harness_for(make_mlp("hidden-size", 8, NULL), &bus);
+    GstHarness *h = harness_for(make_mlp("hidden-size", 8, NULL), &bus);
     gst_harness_set_src_caps_str(h, i ? "video/x-raw,format=BGR,width=16,height=8,framerate=0/1"
                                       : "video/x-raw,format=RGB,width=16,height=8,framerate=0/1");
     assert_int_equal(gst_harness_push(h, encode_frame(&im, &formats[1 + i], &rng)), GST_FLOW_OK);
@@ -401,8 +402,7 @@ record_probe(GstPad *pad, GstPadProbeInfo *info, gpointer data)
       g_cond_broadcast(&r->unblock);
     }
     if (GST_EVENT_TYPE(ev) == GST_EVENT_CUSTOM_DOWNSTREAM)
-      g_string_append_printf(r->seen, "%s ",
-                             gst_structure_get_name(gst_event_get_structure(ev)));
+      g_string_append_printf(r->seen, "%s ", gst_structure_get_name(gst_event_get_structure(ev)));
     else
       g_string_append_printf(r->seen, "%s ", GST_EVENT_TYPE_NAME(ev));
   }
@@ -787,15 +787,15 @@ static void
 test_pipeline_runs_to_eos(void **state)
 {
   (void) state;
-  g_autofree gchar *desc = g_strdup_printf(
-      "videotestsrc num-buffers=60 ! video/x-raw,format=RGB,width=96,height=64 ! "
-      "cudamlp name=mlp backend=%s mapping=patches patch-size=8 ! fakesink",
-      backend_name);
+  g_autofree gchar *desc =
+      g_strdup_printf("videotestsrc num-buffers=60 ! video/x-raw,format=RGB,width=96,height=64 ! "
+                      "cudamlp name=mlp backend=%s mapping=patches patch-size=8 ! fakesink",
+                      backend_name);
   GstElement *pipeline = gst_parse_launch(desc, NULL);
   GstBus *bus = gst_element_get_bus(pipeline);
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-                                               GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   assert_non_null(msg);
   assert_int_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
   gst_message_unref(msg);

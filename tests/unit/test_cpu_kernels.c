@@ -87,8 +87,7 @@ test_matvec(void **state)
         ref[r] = relu && sum < 0 ? 0 : sum;
         mag[r] = abs_sum;
       }
-      const double err =
-          relu ? test_scaled_error(y, ref, mag, n) : test_relative_error(y, ref, n);
+      const double err = relu ? test_scaled_error(y, ref, mag, n) : test_relative_error(y, ref, n);
       assert_true(err <= PP_FP32_REL_TOL);
     }
   }

@@ -466,9 +466,8 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
   pp_engine *engine = pp_engine_new(backend, NULL, NULL);
   pp_frame_layout layout;
   const uint32_t stride = (w * 3 + 3) / 4 * 4;
-  assert_int_equal(pp_layout_for_video(PP_PIXEL_RGB, w, h, stride, PP_MAPPING_ROWS, 0, &layout,
-                                       &msg),
-                   0);
+  assert_int_equal(
+      pp_layout_for_video(PP_PIXEL_RGB, w, h, stride, PP_MAPPING_ROWS, 0, &layout, &msg), 0);
   pp_model *model = NULL;
   assert_int_equal(pp_model_generate(layout.k, d, o, act, &model), 0);
   assert_int_equal(pp_engine_configure(engine, model, &layout, slots, &msg), 0);
@@ -479,7 +478,7 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
   for (int i = 0; i < FRAMES; i++) {
     frames[i] = g_malloc(layout.frame_bytes);
     test_rng_fill_bytes(&rng, frames[i], layout.frame_bytes);
-    outputs[i] = g_new(float, (size_t) layout.n * o);
+    outputs[i] = g_new(float, (size_t) layout.n *o);
     test_poison(outputs[i], (size_t) layout.n * o);
   }
   /* Submit all, popping as slots fill, then check each against the reference. */
@@ -502,8 +501,8 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
     assert_int_equal(GPOINTER_TO_INT(item.user), popped++ + 1);
     pp_engine_release(engine, item.slot);
   }
-  float *x = g_new(float, (size_t) layout.n * layout.k);
-  double *ref = g_new(double, (size_t) layout.n * o), *mag = g_new(double, (size_t) layout.n * o);
+  float *x = g_new(float, (size_t) layout.n *layout.k);
+  double *ref = g_new(double, (size_t) layout.n *o), *mag = g_new(double, (size_t) layout.n *o);
   for (int i = 0; i < FRAMES; i++) {
     /* X straight from the bytes, independently of pp_cpu_gather. */
     for (uint32_t row = 0; row < layout.n; row++)

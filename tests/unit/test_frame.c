@@ -19,9 +19,9 @@ static uint64_t seed;
 typedef struct {
   pp_pixel_format format;
   const char *name;
-  int bytes;     /* per pixel */
-  int where[4];  /* memory position of R, G, B, A; -1 when absent */
-  int channels;  /* inputs per pixel */
+  int bytes;    /* per pixel */
+  int where[4]; /* memory position of R, G, B, A; -1 when absent */
+  int channels; /* inputs per pixel */
 } format_case;
 
 static const format_case formats[] = {
@@ -74,8 +74,8 @@ test_rows_every_format(void **state)
     for (int y = 0; y < h; y++)
       for (int px = 0; px < w; px++)
         for (int c = 0; c < f->channels; c++)
-          assert_float_equal(x[y * l.k + px * f->channels + c], image[(y * w + px) * 4 + c] / 255.0f,
-                             1e-7);
+          assert_float_equal(x[y * l.k + px * f->channels + c],
+                             image[(y * w + px) * 4 + c] / 255.0f, 1e-7);
     free(x);
     free(frame);
   }
@@ -96,7 +96,8 @@ test_patches_crop_edges(void **state)
   uint8_t *frame = encode(f, image, w, h, stride, &rng);
   pp_frame_layout l;
   char *msg = NULL;
-  assert_int_equal(pp_layout_for_video(f->format, w, h, stride, PP_MAPPING_PATCHES, p, &l, &msg), 0);
+  assert_int_equal(pp_layout_for_video(f->format, w, h, stride, PP_MAPPING_PATCHES, p, &l, &msg),
+                   0);
   assert_int_equal(l.n, 8);
   assert_int_equal(l.k, p * p * 3);
   float *x = malloc(sizeof(float) * l.n * l.k);

@@ -48,10 +48,10 @@ check_fixture(const char *name, uint32_t k, uint32_t d, uint32_t o, bool hidden_
   const float *x = (const float *) (ref + 12), *y_torch = x + (size_t) n * k;
 
   /* Our loaded weights through an independent reference vs PyTorch's forward. */
-  double *ours = g_new(double, (size_t) n * o);
+  double *ours = g_new(double, (size_t) n *o);
   test_reference_mlp(m, x, n, ours, NULL);
-  float *ours_f = g_new(float, (size_t) n * o);
-  double *torch_d = g_new(double, (size_t) n * o);
+  float *ours_f = g_new(float, (size_t) n *o);
+  double *torch_d = g_new(double, (size_t) n *o);
   for (size_t i = 0; i < (size_t) n * o; i++) {
     ours_f[i] = (float) ours[i];
     torch_d[i] = y_torch[i];
@@ -214,9 +214,10 @@ test_metadata_and_escapes_accepted(void **state)
 {
   (void) state;
   /* "0.w\u0065ight" is "0.weight"; metadata strings are allowed. */
-  const char *json = "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"caf\\u00e9 \\ud83d\\ude00\"},"
-                     "\"0.w\\u0065ight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]},"
-                     B0 "," W2 "," B2 "}";
+  const char *json =
+      "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"caf\\u00e9 \\ud83d\\ude00\"},"
+      "\"0.w\\u0065ight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]}," B0 "," W2
+      "," B2 "}";
   size_t len;
   uint8_t *bytes = build(json, 104, &len);
   pp_model *m = NULL;
@@ -233,7 +234,8 @@ test_missing_and_extra_tensors(void **state)
 {
   (void) state;
   expect_json_error("{}", 0, "holds no tensors");
-  expect_json_error("{" W0 "," B0 ",\"2.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[64,72]}}",
+  expect_json_error("{" W0 "," B0
+                    ",\"2.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[64,72]}}",
                     72, "missing tensor '2.weight'");
   expect_json_error("{" W0 "," B0 "}", 64, "holds one layer");
   expect_json_error("{" W0 "," B0 "," W2 "," B2
@@ -242,9 +244,10 @@ test_missing_and_extra_tensors(void **state)
   expect_json_error("{" W0 "," B0 "," W2 "," B2
                     ",\"4.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[104,112]}}",
                     112, "third layer");
-  expect_json_error("{" W0 "," B0
-                    ",\"net.2.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[64,96]}}",
-                    96, "different modules");
+  expect_json_error(
+      "{" W0 "," B0
+      ",\"net.2.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[64,96]}}",
+      96, "different modules");
 }
 
 static void
@@ -278,8 +281,8 @@ test_byte_ranges(void **state)
   expect_json_error(VALID, 120, "after the last tensor");
   /* Past the end of the data. */
   expect_json_error(VALID, 100, "truncated or its header is wrong");
-  expect_json_error("{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[48,0]}}", 48,
-                    "ordered pair");
+  expect_json_error("{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[48,0]}}",
+                    48, "ordered pair");
   expect_json_error("{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4,-3],\"data_offsets\":[0,48]}}",
                     48, "not a non-negative integer");
 }
