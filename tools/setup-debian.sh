@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Everything a fresh Debian 12 machine needs, then a build in ./build and the
+# main pipeline (pipelines/fakesrc-latency.sh) as proof that it works.
+#
+#   tools/setup-debian.sh            # as root, or a user with sudo
+#   PP_RUN_PIPELINE=0 tools/setup-debian.sh    # set up and build only
+#
+# CUDA: when nvcc is on PATH or in /usr/local/cuda/bin the CUDA backend is
+# built (PP_CUDA=enabled makes its absence an error). Test references use
+# Debian's numpy and PyTorch, and safetensors from PyPI in ./.venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+
+packages=(
+  build-essential meson ninja-build pkg-config
+  libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-tools
+  liburing-dev libcmocka-dev
+  python3 python3-venv python3-pip python3-numpy python3-torch
+  clang-format
+)
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
+
+# safetensors is not packaged for bookworm; the venv sees Debian's torch/numpy.
+if [ ! -x .venv/bin/python3 ]; then
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+.venv/bin/pip install -q --disable-pip-version-check 'safetensors==0.8.0'
+
+for dir in /usr/local/cuda/bin /usr/local/cuda-13.0/bin; do
+  [ -x "$dir/nvcc" ] && case ":$PATH:" in *":$dir:"*) ;; *) PATH=$dir:$PATH ;; esac
+done
+export PATH
+options=(-Dcuda="${PP_CUDA:-auto}" -Dpython="$PWD/.venv/bin/python3" -Dpython-tests=enabled)
+if [ -d build ]; then
+  meson setup --reconfigure build "${options[@]}"
+else
+  meson setup build "${options[@]}"
+fi
+ninja -C build
+
+if [ "${PP_RUN_PIPELINE:-1}" != 0 ]; then
+  pipelines/fakesrc-latency.sh
+fi
