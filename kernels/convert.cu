@@ -1,0 +1,43 @@
+/* X as floats on its own: bytes to x/255 (through the same gather as the
+ * GEMM loaders) or floats copied, for GEMMs that only read floats (cuBLAS). */
+#include "gemm_mainloop.cuh"
+
+namespace
+{
+
+__global__ void
+convert(const pp_cuda_a a, unsigned m, unsigned k, float *__restrict__ x, unsigned ldx)
+{
+  const unsigned row = blockIdx.y + blockIdx.z * 65535u;
+  if (row >= m)
+    return;
+  const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
+  const bool f32_vec =
+      a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
+  for (unsigned col = (blockIdx.x * blockDim.x + threadIdx.x) * 4; col < k;
+       col += gridDim.x * blockDim.x * 4) {
+    const float4 v = pp::load_x4(a, origin, true, row, col, k, f32_vec);
+    float *dst = x + (size_t) row * ldx + col;
+    dst[0] = v.x;
+    if (col + 1 < k)
+      dst[1] = v.y;
+    if (col + 2 < k)
+      dst[2] = v.z;
+    if (col + 3 < k)
+      dst[3] = v.w;
+  }
+}
+
+} // namespace
+
+extern "C" cudaError_t
+pp_cuda_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k, float *x,
+                uint32_t ldx)
+{
+  if (!stream || !a || !x || m == 0 || k == 0 || ldx < k || (a->kind != PP_A_F32 && !a->k_offset))
+    return cudaErrorInvalidValue;
+  const unsigned blocks_x = (k + 4 * 128 - 1) / (4 * 128);
+  const dim3 grid(blocks_x < 4 ? blocks_x : 4, m < 65535 ? m : 65535, (m + 65534) / 65535);
+  convert<<<grid, 128, 0, stream>>>(*a, m, k, x, ldx);
+  return cudaGetLastError();
+}

@@ -1,0 +1,111 @@
+/* C-callable launchers for the CUDA kernels. Each takes its stream
+ * explicitly, checks its shapes (cudaErrorInvalidValue), launches, and
+ * returns cudaGetLastError(). Nothing here touches the default stream.
+ *
+ * Matrices are row-major. X (N×K) is read through pp_cuda_a, which gathers it
+ * straight from frame bytes (x/255 happens in the loads, so frames cross
+ * PCIe as bytes) or reads floats. Weights are stored transposed and padded
+ * for the GEMMs: Wt is K×ldw with ldw = round_up(out, 4), zero past `out`. */
+#ifndef PP_CUDA_KERNELS_H
+#define PP_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frame_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  PP_A_F32,       /* floats, row stride `ld` */
+  PP_A_U8_VEC4,   /* bytes, every aligned group of 4 inputs is 4 contiguous bytes */
+  PP_A_U8_GATHER, /* bytes, any layout */
+} pp_a_kind;
+
+/* Where X[n][k] lives: floats at data[n*ld + k], or the byte at
+ *   data + origin(n) + k_offset[k],
+ *   origin(n) = (n / per_row) * row_step + (n % per_row) * col_step. */
+typedef struct {
+  pp_a_kind kind;
+  const void *data;
+  uint32_t ld;
+  const int32_t *k_offset; /* device, K entries (bytes only) */
+  uint32_t per_row, row_step, col_step;
+} pp_cuda_a;
+
+/* Host helpers: the byte offsets table (K entries) for `layout`, and the
+ * pp_cuda_a that reads frames of it at `frame` (device), given that table on
+ * the host (to pick the vector path) and on the device. */
+void pp_cuda_k_offsets(const pp_frame_layout *layout, int32_t *table);
+pp_cuda_a pp_cuda_a_for_layout(const pp_frame_layout *layout, const int32_t *host_table,
+                               const void *frame, const int32_t *device_table);
+
+/* Round `n` up to a multiple of 4: the padded leading dimension of Wt. */
+static inline uint32_t
+pp_cuda_pad4(uint32_t n)
+{
+  return (n + 3u) & ~3u;
+}
+
+/* ---- GEMM: C[m×n] = act(X[m×k] · W + bias), W given as Wt (k×ldw) ---- */
+
+typedef enum {
+  PP_TILE_128x128, /* large problems */
+  PP_TILE_64x64,   /* more blocks for problems that would leave SMs idle */
+  PP_N_GEMM_TILES,
+} pp_gemm_tile;
+
+cudaError_t pp_cuda_gemm(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+                         const float *wt, uint32_t ldw, const float *bias, uint32_t n, bool relu,
+                         float *c, uint32_t ldc, pp_gemm_tile tile);
+
+/* ---- The whole MLP in one kernel, for O = 1 and D ≤ 256 ----------------
+ * y[i] = ReLU(act(X[i]·W0ᵀ + b0) · w1 + b1): a block owns whole rows of H,
+ * so H never leaves registers. */
+
+typedef enum {
+  PP_FUSED_D64,  /* D ≤ 64: 256-row blocks */
+  PP_FUSED_D128, /* D ≤ 128: 128-row blocks */
+  PP_FUSED_D256, /* D ≤ 256: 64-row blocks */
+  PP_N_FUSED_TILES,
+} pp_fused_tile;
+
+/* The smallest tile that covers `d`, or PP_N_FUSED_TILES when d > 256. */
+pp_fused_tile pp_cuda_fused_tile_for(uint32_t d);
+
+cudaError_t pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+                              const float *w0t, uint32_t ldw, const float *b0, uint32_t d,
+                              bool hidden_relu, const float *w1, const float *b1, float *y,
+                              pp_fused_tile tile);
+
+/* ---- Layer 2 for small O: y[i][o] = ReLU(h[i]·w1[o] + b1[o]) -----------
+ * One warp per row; w1 is O×D row-major; O ≤ PP_ROWDOT_MAX_O (O = 1 is the
+ * MatVec). */
+#define PP_ROWDOT_MAX_O 32
+
+cudaError_t pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint32_t d,
+                           uint32_t ldh, const float *w1, const float *b1, uint32_t o, float *y);
+
+/* ---- Element-wise ------------------------------------------------------ */
+
+/* x[m×k] (row stride ldx) = X as floats: the conversion on its own, for
+ * GEMMs that read floats only (cuBLAS). */
+cudaError_t pp_cuda_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
+                            float *x, uint32_t ldx);
+
+/* Keeps the stream busy for `microseconds`: put before a region timed with
+ * events so the CPU's launches finish before the GPU reaches it. */
+cudaError_t pp_cuda_spin(cudaStream_t stream, uint32_t microseconds);
+
+/* c[m×n] = act(c + bias) in place; bias may be NULL. */
+cudaError_t pp_cuda_bias_act(cudaStream_t stream, float *c, uint32_t m, uint32_t n, uint32_t ldc,
+                             const float *bias, bool relu);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,53 @@
+/* Host side of the GPU gather: how pp_frame_layout maps onto pp_cuda_a. */
+#include "cuda_kernels.h"
+
+void
+pp_cuda_k_offsets(const pp_frame_layout *layout, int32_t *table)
+{
+  /* Sample 0's origin is byte 0 for both mappings, so its offsets are
+   * every sample's offsets from its own origin. */
+  for (uint32_t k = 0; k < layout->k; k++)
+    table[k] = (int32_t) pp_layout_pixel_offset(layout, 0, k);
+}
+
+/* Every aligned group of four inputs is four contiguous, 4-byte aligned
+ * bytes: GRAY8/RGB/RGBA rows and patches whose rows are whole words. */
+static bool
+groups_are_words(const pp_frame_layout *l, const int32_t *table, uint32_t row_step,
+                 uint32_t col_step)
+{
+  if (l->k % 4 != 0 || row_step % 4 != 0 || col_step % 4 != 0)
+    return false;
+  for (uint32_t k = 0; k < l->k; k += 4) {
+    if (table[k] % 4 != 0)
+      return false;
+    for (uint32_t j = 1; j < 4; j++)
+      if (table[k + j] != table[k] + (int32_t) j)
+        return false;
+  }
+  return true;
+}
+
+pp_cuda_a
+pp_cuda_a_for_layout(const pp_frame_layout *layout, const int32_t *host_table, const void *frame,
+                     const int32_t *device_table)
+{
+  pp_cuda_a a = { .data = frame };
+  if (layout->kind == PP_LAYOUT_TENSOR) {
+    a.kind = PP_A_F32;
+    a.ld = layout->k;
+    return a;
+  }
+  a.k_offset = device_table;
+  if (layout->kind == PP_LAYOUT_ROWS) {
+    a.per_row = 1;
+    a.row_step = layout->row_stride;
+  } else {
+    a.per_row = layout->patches_per_row;
+    a.row_step = layout->patch * layout->row_stride;
+    a.col_step = layout->patch * layout->pixel_stride;
+  }
+  a.kind = groups_are_words(layout, host_table, a.row_step, a.col_step) ? PP_A_U8_VEC4
+                                                                         : PP_A_U8_GATHER;
+  return a;
+}

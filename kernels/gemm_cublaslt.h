@@ -1,0 +1,36 @@
+/* GEMM through cuBLASLt with the bias (and ReLU) fused into its epilogue:
+ * C[m×n] = act(X[m×k] · Wᵀ + bias), all row-major, W as nn.Linear stores it
+ * ([n×k]). Planned once per shape (the algorithm chosen by timing cuBLAS's
+ * best candidates), then run per frame on any stream with that stream's own
+ * workspace. */
+#ifndef PP_GEMM_CUBLASLT_H
+#define PP_GEMM_CUBLASLT_H
+
+#include <cublasLt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pp_lt_gemm pp_lt_gemm;
+
+/* `bias` is fixed at plan time (weights never move). Returns the cuBLAS
+ * status; `tune_stream`, `x`, `w`, `c` and `workspace` are used to time the
+ * candidate algorithms. */
+cublasStatus_t pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n,
+                               uint32_t ldx, uint32_t ldc, const float *bias, bool relu, bool tf32,
+                               size_t workspace_bytes, cudaStream_t tune_stream, const float *x,
+                               const float *w, float *c, void *workspace, pp_lt_gemm **out);
+
+cublasStatus_t pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const float *x,
+                              const float *w, float *c, void *workspace);
+
+void pp_lt_gemm_destroy(pp_lt_gemm *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

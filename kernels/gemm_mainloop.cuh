@@ -1,0 +1,198 @@
+/* The FP32 SIMT GEMM mainloop shared by gemm.cu and mlp_fused.cu:
+ * acc = X[m0:m0+BM, :] · Wt[:, n0:n0+BN], with X gathered through pp_cuda_a.
+ *
+ * (BM/8)·(BN/8) threads, each owning an 8×8 block of the tile split 2×(4×4) (rows
+ * ty*4+i and BM/2+ty*4+i, columns likewise) so shared-memory reads are
+ * float4 broadcasts or contiguous, never bank conflicts. K advances in
+ * slices of BK = 8, double-buffered: the next slice's global loads are in
+ * flight while the current one is multiplied. */
+#ifndef PP_GEMM_MAINLOOP_CUH
+#define PP_GEMM_MAINLOOP_CUH
+
+#include "cuda_kernels.h"
+
+namespace pp {
+
+constexpr int kBK = 8;
+constexpr float kInv255 = 1.0f / 255.0f;
+
+template <int BM, int BN> struct Tile {
+  static constexpr int COLS = BN / 8; /* threads across a row of the tile */
+  static constexpr int ROWS = BM / 8;
+  static constexpr int THREADS = COLS * ROWS; /* 8×8 outputs each */
+  static_assert(COLS <= 32 && 32 % COLS == 0, "a row group sits inside one warp");
+  static_assert(THREADS % 32 == 0 && THREADS <= 256, "whole warps");
+  static constexpr int A_PAD = 4; /* breaks bank conflicts of the transposed stores */
+  static constexpr int A_GROUPS = BM * kBK / 4;
+  static constexpr int B_GROUPS = BN * kBK / 4;
+  static constexpr int A_PER_THREAD = (A_GROUPS + THREADS - 1) / THREADS;
+  static constexpr int B_PER_THREAD = (B_GROUPS + THREADS - 1) / THREADS;
+
+  struct Shared {
+    float a[2][kBK][BM + A_PAD]; /* X slice, transposed: a[k][row] */
+    float b[2][kBK][BN];         /* Wt slice: b[k][col] */
+  };
+};
+
+/* Byte offset of sample m's origin in the frame. */
+__device__ __forceinline__ long long
+sample_origin(const pp_cuda_a &a, unsigned m)
+{
+  if (a.per_row == 1)
+    return (long long) m * a.row_step;
+  const unsigned row = m / a.per_row;
+  return (long long) row * a.row_step + (long long) (m - row * a.per_row) * a.col_step;
+}
+
+/* Four consecutive inputs X[m][k..k+3] (zero past k_end or for a missing row). */
+__device__ __forceinline__ float4
+load_x4(const pp_cuda_a &a, long long origin, bool row_ok, unsigned m, unsigned k, unsigned k_end,
+        bool f32_vec)
+{
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (!row_ok || k >= k_end)
+    return v;
+  if (a.kind == PP_A_F32) {
+    const float *row = static_cast<const float *>(a.data) + (size_t) m * a.ld;
+    if (f32_vec && k + 3 < k_end)
+      return __ldg(reinterpret_cast<const float4 *>(row + k));
+    v.x = __ldg(row + k);
+    if (k + 1 < k_end)
+      v.y = __ldg(row + k + 1);
+    if (k + 2 < k_end)
+      v.z = __ldg(row + k + 2);
+    if (k + 3 < k_end)
+      v.w = __ldg(row + k + 3);
+    return v;
+  }
+  const unsigned char *base = static_cast<const unsigned char *>(a.data) + origin;
+  if (a.kind == PP_A_U8_VEC4) {
+    const uchar4 p = __ldg(reinterpret_cast<const uchar4 *>(base + __ldg(a.k_offset + k)));
+    return make_float4(p.x * kInv255, p.y * kInv255, p.z * kInv255, p.w * kInv255);
+  }
+  v.x = __ldg(base + __ldg(a.k_offset + k)) * kInv255;
+  if (k + 1 < k_end)
+    v.y = __ldg(base + __ldg(a.k_offset + k + 1)) * kInv255;
+  if (k + 2 < k_end)
+    v.z = __ldg(base + __ldg(a.k_offset + k + 2)) * kInv255;
+  if (k + 3 < k_end)
+    v.w = __ldg(base + __ldg(a.k_offset + k + 3)) * kInv255;
+  return v;
+}
+
+template <int BM, int BN> struct Mainloop {
+  using T = Tile<BM, BN>;
+  const pp_cuda_a a; /* a copy: small, and kept in registers */
+  const float *wt;
+  unsigned m, k, ldw, m0, n0;
+  bool f32_vec;
+  /* Per group this thread loads: its row's origin, and whether the row exists. */
+  long long origin[T::A_PER_THREAD];
+  float4 a_regs[T::A_PER_THREAD];
+  float4 b_regs[T::B_PER_THREAD];
+
+  __device__ Mainloop(const pp_cuda_a &a_, const float *wt_, unsigned m_, unsigned k_,
+                      unsigned ldw_, unsigned m0_, unsigned n0_)
+      : a(a_), wt(wt_), m(m_), k(k_), ldw(ldw_), m0(m0_), n0(n0_)
+  {
+    f32_vec = a.kind == PP_A_F32 && a.ld % 4 == 0 &&
+              (reinterpret_cast<size_t>(a.data) & 15) == 0;
+#pragma unroll
+    for (int i = 0; i < T::A_PER_THREAD; i++) {
+      const int g = threadIdx.x + i * T::THREADS;
+      const unsigned row = m0 + g / (kBK / 4);
+      origin[i] = (g < T::A_GROUPS && row < m && a.kind != PP_A_F32) ? sample_origin(a, row) : 0;
+    }
+  }
+
+  __device__ void fetch(unsigned k0)
+  {
+#pragma unroll
+    for (int i = 0; i < T::A_PER_THREAD; i++) {
+      const int g = threadIdx.x + i * T::THREADS;
+      const unsigned row = m0 + g / (kBK / 4), kk = k0 + (g % (kBK / 4)) * 4;
+      a_regs[i] = load_x4(a, origin[i], g < T::A_GROUPS && row < m, row, kk, k, f32_vec);
+    }
+#pragma unroll
+    for (int i = 0; i < T::B_PER_THREAD; i++) {
+      const int g = threadIdx.x + i * T::THREADS;
+      const unsigned kk = k0 + g / (BN / 4), col = n0 + (g % (BN / 4)) * 4;
+      b_regs[i] = (g < T::B_GROUPS && kk < k && col < ldw)
+                      ? __ldg(reinterpret_cast<const float4 *>(wt + (size_t) kk * ldw + col))
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+
+  __device__ void store(typename T::Shared &s, int buf)
+  {
+#pragma unroll
+    for (int i = 0; i < T::A_PER_THREAD; i++) {
+      const int g = threadIdx.x + i * T::THREADS;
+      if (g < T::A_GROUPS) {
+        const int row = g / (kBK / 4), kq = (g % (kBK / 4)) * 4;
+        s.a[buf][kq + 0][row] = a_regs[i].x;
+        s.a[buf][kq + 1][row] = a_regs[i].y;
+        s.a[buf][kq + 2][row] = a_regs[i].z;
+        s.a[buf][kq + 3][row] = a_regs[i].w;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < T::B_PER_THREAD; i++) {
+      const int g = threadIdx.x + i * T::THREADS;
+      if (g < T::B_GROUPS)
+        *reinterpret_cast<float4 *>(&s.b[buf][g / (BN / 4)][(g % (BN / 4)) * 4]) = b_regs[i];
+    }
+  }
+
+  /* acc[r][c]: r = h*4+i is row h*BM/2 + ty*4 + i, c likewise for columns. */
+  __device__ void run(typename T::Shared &s, float (&acc)[8][8])
+  {
+    const int tx = threadIdx.x % T::COLS, ty = threadIdx.x / T::COLS;
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+#pragma unroll
+      for (int c = 0; c < 8; c++)
+        acc[r][c] = 0.f;
+
+    const unsigned tiles = (k + kBK - 1) / kBK;
+    fetch(0);
+    store(s, 0);
+    __syncthreads();
+    for (unsigned t = 0; t < tiles; t++) {
+      const int cur = t & 1;
+      if (t + 1 < tiles)
+        fetch((t + 1) * kBK);
+#pragma unroll
+      for (int kk = 0; kk < kBK; kk++) {
+        const float4 a0 = *reinterpret_cast<const float4 *>(&s.a[cur][kk][ty * 4]);
+        const float4 a1 = *reinterpret_cast<const float4 *>(&s.a[cur][kk][BM / 2 + ty * 4]);
+        const float4 b0 = *reinterpret_cast<const float4 *>(&s.b[cur][kk][tx * 4]);
+        const float4 b1 = *reinterpret_cast<const float4 *>(&s.b[cur][kk][BN / 2 + tx * 4]);
+        const float av[8] = { a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w };
+        const float bv[8] = { b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w };
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+          for (int c = 0; c < 8; c++)
+            acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
+      }
+      if (t + 1 < tiles)
+        store(s, cur ^ 1);
+      __syncthreads();
+    }
+  }
+
+  /* Tile row and column of accumulator index r (or c). */
+  __device__ static int row_of(int r)
+  {
+    return (r / 4) * (BM / 2) + (threadIdx.x / T::COLS) * 4 + r % 4;
+  }
+  __device__ static int col_of(int c)
+  {
+    return (c / 4) * (BN / 2) + (threadIdx.x % T::COLS) * 4 + c % 4;
+  }
+};
+
+} // namespace pp
+
+#endif
