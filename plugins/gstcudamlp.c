@@ -37,7 +37,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_mlp_debug);
 #define DEFAULT_BACKEND PP_BACKEND_AUTO
 #define DEFAULT_DEVICE_ID 0
 #define DEFAULT_PRECISION PP_PRECISION_FP32
-#define DEFAULT_COMPLETION PP_COMPLETION_HOST_FUNC
+/* Measured faster on the H100 host: docs/PERFORMANCE.md, "Completion". */
+#define DEFAULT_COMPLETION PP_COMPLETION_EVENT_THREAD
 
 enum {
   PROP_0,
@@ -80,7 +81,7 @@ static void gst_cuda_mlp_loop(GstPad *pad);
 /* ---- per-frame bookkeeping ---------------------------------------------- */
 
 static void
-release_slot_state(GstCudaMlpSlot *s)
+release_frame(GstCudaMlpFrame *s)
 {
   if (s->input) {
     gst_buffer_unmap(s->input, &s->input_map);
@@ -100,7 +101,7 @@ discard_item(void *owner, const pp_item *item)
   if (item->kind == PP_ITEM_MARKER)
     gst_event_unref(item->user);
   else
-    release_slot_state(&self->slot_state[item->slot]);
+    release_frame(&self->frames[item->ticket]);
 }
 
 static GstFlowReturn
@@ -127,22 +128,25 @@ static GstStructure *
 build_stats_locked(GstCudaMlp *self)
 {
   pp_stats stats = { 0 };
-  const gchar *backend = "none";
+  const gchar *backend = "none", *detail = "";
   stats.h2d_mean_us = stats.mlp_mean_us = stats.d2h_mean_us = -1;
   if (!self->engine && self->last_stats)
     return gst_structure_copy(self->last_stats);
   if (self->engine) {
     pp_engine_get_stats(self->engine, &stats);
     backend = pp_engine_backend_name(self->engine);
+    detail = pp_engine_backend_detail(self->engine);
   }
   return gst_structure_new(
-      "application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend, "slots", G_TYPE_UINT,
-      self->active_slots, "frames", G_TYPE_UINT64, stats.frames, "latency-mean-us", G_TYPE_DOUBLE,
-      stats.latency_mean_us, "latency-p50-us", G_TYPE_DOUBLE, stats.latency_p50_us,
-      "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us, "latency-max-us", G_TYPE_DOUBLE,
-      stats.latency_max_us, "h2d-mean-us", G_TYPE_DOUBLE, stats.h2d_mean_us, "mlp-mean-us",
-      G_TYPE_DOUBLE, stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE, stats.d2h_mean_us,
-      "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, NULL);
+      "application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend, "detail", G_TYPE_STRING,
+      detail, "slots", G_TYPE_UINT, self->active_slots, "frames", G_TYPE_UINT64, stats.frames,
+      "latency-mean-us", G_TYPE_DOUBLE, stats.latency_mean_us, "latency-p50-us", G_TYPE_DOUBLE,
+      stats.latency_p50_us, "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us, "latency-max-us",
+      G_TYPE_DOUBLE, stats.latency_max_us, "h2d-mean-us", G_TYPE_DOUBLE, stats.h2d_mean_us,
+      "mlp-mean-us", G_TYPE_DOUBLE, stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE,
+      stats.d2h_mean_us, "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, "submit-mean-us",
+      G_TYPE_DOUBLE, stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE,
+      stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
 }
 
 static GstStructure *
@@ -337,7 +341,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   GstFlowReturn flow = get_srcresult(self);
   GstBuffer *output = NULL;
   gchar *msg = NULL;
-  unsigned slot;
+  unsigned ticket;
   (void) pad;
 
   if (flow != GST_FLOW_OK)
@@ -355,7 +359,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
     flow = GST_FLOW_ERROR;
     goto drop;
   }
-  if (pp_engine_acquire(self->engine, &slot) < 0) {
+  if (pp_engine_acquire(self->engine, &ticket) < 0) {
     flow = get_srcresult(self);
     goto drop;
   }
@@ -363,7 +367,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   if (flow != GST_FLOW_OK)
     goto drop;
 
-  GstCudaMlpSlot *s = &self->slot_state[slot];
+  GstCudaMlpFrame *s = &self->frames[ticket];
   if (!gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, RESOURCE, READ, (NULL), ("Cannot map an input buffer."));
     gst_buffer_unref(output);
@@ -379,9 +383,9 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
     .output = (float *) s->output_map.data,
     .output_pinned = self->pinned,
   };
-  const int rc = pp_engine_submit(self->engine, slot, &job, s, &msg);
+  const int rc = pp_engine_submit(self->engine, ticket, &job, s, &msg);
   if (rc < 0) {
-    release_slot_state(s);
+    release_frame(s);
     if (rc == -ECANCELED)
       return get_srcresult(self);
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot queue a frame."), ("%s", msg));
@@ -415,12 +419,12 @@ gst_cuda_mlp_loop(GstPad *pad)
     return;
   }
 
-  GstCudaMlpSlot *s = &self->slot_state[item.slot];
+  GstCudaMlpFrame *s = &self->frames[item.ticket];
   GstBuffer *input = s->input, *output = s->output;
   gst_buffer_unmap(input, &s->input_map);
   gst_buffer_unmap(output, &s->output_map);
   s->input = s->output = NULL;
-  pp_engine_release(self->engine, item.slot);
+  pp_engine_release(self->engine, item.ticket);
 
   GstFlowReturn flow;
   if (item.status < 0) {
@@ -540,8 +544,8 @@ propose_allocation(GstCudaMlp *self, GstQuery *query)
   if (!pp_caps_to_layout(caps, mapping, patch, &layout, &fps_n, &fps_d, &msg))
     return FALSE;
 
-  /* Enough buffers for every slot plus one being filled upstream. */
-  const guint min_buffers = self->active_slots + 1;
+  /* Enough buffers for every frame in flight plus one being filled upstream. */
+  const guint min_buffers = self->active_slots * PP_TICKETS_PER_SLOT + 1;
   GstBufferPool *pool = NULL;
   if (need_pool)
     pool = gst_pp_pinned_pool_new(self->allocator, caps, layout.frame_bytes, min_buffers, 0);
@@ -577,12 +581,13 @@ gst_cuda_mlp_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
   GstClockTime min, max;
   gst_query_parse_latency(query, &live, &min, &max);
   /* A result leaves once its frame is computed: within one frame period
-   * when keeping up, and at most `slots` periods behind when saturated. */
+   * when keeping up, and at most as many periods behind as frames can be in
+   * flight when saturated. */
   const GstClockTime period = self->frame_duration;
   if (GST_CLOCK_TIME_IS_VALID(period)) {
     min += period;
     if (GST_CLOCK_TIME_IS_VALID(max))
-      max += period * self->active_slots;
+      max += period * self->active_slots * PP_TICKETS_PER_SLOT;
   } else {
     max = GST_CLOCK_TIME_NONE;
   }
@@ -753,8 +758,10 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
                         GST_TYPE_CUDA_MLP_COMPLETION, DEFAULT_COMPLETION, CONFIG_FLAGS);
   properties[PROP_STATS] = g_param_spec_boxed(
       "stats", "Statistics",
-      "Frames done, per-frame latency through the element (mean over all frames; p50, p99 over "
-      "the last 4096) in microseconds, mean GPU stage times, staged (copied) inputs",
+      "Backend and how it runs frames (detail: MLP path, loads, completion, graphs), frames "
+      "done, per-frame latency through the element (mean over all frames; p50, p99 over the "
+      "last 4096) in microseconds, mean GPU stage times (sampled), staged (copied) inputs, and "
+      "where latency goes: the submit call, submit to completion, completion to push",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties(object_class, N_PROPS, properties);
 

@@ -15,13 +15,13 @@ G_DECLARE_FINAL_TYPE(GstCudaMlp, gst_cuda_mlp, GST, CUDA_MLP, GstElement)
 
 GST_ELEMENT_REGISTER_DECLARE(cudamlp);
 
-/* What the element keeps for a frame while its slot works on it. */
+/* What the element keeps for a frame from submit until it is pushed. */
 typedef struct {
   GstBuffer *input;
   GstMapInfo input_map;
   GstBuffer *output;
   GstMapInfo output_map;
-} GstCudaMlpSlot;
+} GstCudaMlpFrame;
 
 struct _GstCudaMlp {
   GstElement parent;
@@ -51,7 +51,7 @@ struct _GstCudaMlp {
   GstBufferPool *output_pool;
   GstClockTime frame_duration;
 
-  GstCudaMlpSlot slot_state[PP_MAX_SLOTS];
+  GstCudaMlpFrame frames[PP_MAX_TICKETS]; /* by engine ticket */
   GstFlowReturn srcresult;  /* under the object lock */
   GstStructure *last_stats; /* under the object lock; what stop saw */
 };

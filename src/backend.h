@@ -19,6 +19,10 @@
 /* Bumped whenever pp_backend_ops changes shape. */
 #define PP_BACKEND_ABI 1
 #define PP_MAX_SLOTS 16
+/* Frames in flight per slot: one on the device, one done and waiting to be
+ * pushed downstream. */
+#define PP_TICKETS_PER_SLOT 2
+#define PP_MAX_TICKETS (PP_MAX_SLOTS * PP_TICKETS_PER_SLOT)
 
 typedef struct pp_backend pp_backend;
 
@@ -41,9 +45,13 @@ typedef struct {
 } pp_stage_times;
 
 /* Called from any backend thread once a slot's work is done (or failed with
- * a negative errno and a message). Must return quickly and call nothing back
- * into the backend; for CUDA it runs inside a stream callback. */
-typedef void (*pp_complete_fn)(void *data, unsigned slot, int status, const char *message);
+ * a negative errno and a message). `slot_free`: nothing is left for finish
+ * to do, so the slot may take the next frame at once; otherwise it stays
+ * taken until the frame has been popped and finished. Must return quickly
+ * and call nothing back into the backend; for CUDA it runs inside a stream
+ * callback. */
+typedef void (*pp_complete_fn)(void *data, unsigned slot, int status, const char *message,
+                               bool slot_free);
 
 typedef struct {
   uint32_t abi; /* PP_BACKEND_ABI */
@@ -53,12 +61,19 @@ typedef struct {
                    unsigned n_slots, char **msg);
   /* Enqueues the job on the slot and returns without waiting for it. */
   int (*submit)(pp_backend *b, unsigned slot, const pp_job *job, char **msg);
-  /* On the consumer thread after completion: copies a staged output out and
-   * reads the stage times. Optional. */
+  /* On the consumer thread, for a frame whose completion did not free its
+   * slot: copies a staged output out and reads the stage times. Optional. */
   int (*finish)(pp_backend *b, unsigned slot, const pp_job *job, pp_stage_times *times);
   /* Waits until every submitted job has completed and been reported. */
   int (*sync)(pp_backend *b);
   void (*destroy)(pp_backend *b);
+  /* Optional: called when a slot's completion is long overdue; returns a
+   * negative errno and a message if the slot's work has failed, so an error
+   * that keeps the completion from ever arriving still comes out. */
+  int (*poll)(pp_backend *b, unsigned slot, char **msg);
+  /* Optional: how the backend runs frames (kernels chosen, completion), for
+   * logs and stats. Valid until the next configure. */
+  const char *(*describe)(pp_backend *b);
 } pp_backend_ops;
 
 struct pp_backend {

@@ -60,7 +60,7 @@ worker_main(gpointer data)
     g_mutex_unlock(&w->lock);
 
     run_job(w->owner, w);
-    w->owner->base.complete(w->owner->base.complete_data, w->index, 0, NULL);
+    w->owner->base.complete(w->owner->base.complete_data, w->index, 0, NULL, true);
 
     g_mutex_lock(&w->lock);
     w->running = false;

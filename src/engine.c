@@ -5,13 +5,13 @@
 #include <string.h>
 
 typedef enum {
-  SLOT_FREE,   /* may take the next frame */
-  SLOT_BUSY,   /* submitted, backend working */
-  SLOT_DONE,   /* backend finished; waiting to be popped */
-  SLOT_POPPED, /* popped; its owner still reads per-slot data until release */
-} slot_state;
+  TICKET_FREE,   /* may take the next frame */
+  TICKET_BUSY,   /* submitted, backend working */
+  TICKET_DONE,   /* backend finished; waiting to be popped */
+  TICKET_POPPED, /* popped; its owner still reads per-ticket data until release */
+} ticket_state;
 
-/* Queue entries are slots or markers; both start with this tag. */
+/* Queue entries are tickets or markers; both start with this tag. */
 typedef struct {
   bool is_marker;
   GList link; /* link.data points back at the entry */
@@ -19,45 +19,69 @@ typedef struct {
 
 typedef struct {
   entry entry;
-  slot_state state;
+  ticket_state state;
+  unsigned slot;
   pp_job job;
   void *user;
   int status;
   char message[256];
-  int64_t submit_ns;
-} slot;
+  pp_frame_times host;
+  /* The producer is still inside the backend's submit: the frame is not
+   * ready to pop, even if the backend already reported it done. */
+  bool submitting;
+} ticket;
 
 typedef struct {
   entry entry;
   void *marker;
 } marker_entry;
 
+typedef struct {
+  bool busy;       /* the backend works on a frame, or holds its result for finish */
+  unsigned ticket; /* that frame's */
+} slot;
+
 struct pp_engine {
   GMutex lock;
-  GCond changed; /* broadcast on every state change; few waiters, all cheap */
+  /* Three conditions, so a completion wakes those who wait for it and a
+   * release those who wait for that. */
+  GCond slot_freed; /* producer in acquire */
+  GCond item_ready; /* consumer in pop; flush waiting for the backend */
+  GCond went_idle;  /* drain */
   pp_backend *backend;
   pp_discard_fn discard;
   void *owner;
-  unsigned n_slots;
+  unsigned n_slots, n_tickets;
   bool configured;
   slot slots[PP_MAX_SLOTS];
-  GQueue order; /* slots and markers in submission order */
+  ticket tickets[PP_MAX_TICKETS];
+  GQueue order; /* tickets and markers in submission order */
   uint64_t next_seq;
   bool flushing;
   pp_stats_recorder stats;
 };
 
 static void
-on_complete(void *data, unsigned index, int status, const char *message)
+free_slot_locked(pp_engine *e, unsigned index)
+{
+  e->slots[index].busy = false;
+  g_cond_signal(&e->slot_freed);
+}
+
+static void
+on_complete(void *data, unsigned index, int status, const char *message, bool slot_free)
 {
   pp_engine *e = data;
   g_mutex_lock(&e->lock);
-  slot *s = &e->slots[index];
-  s->status = status;
+  ticket *t = &e->tickets[e->slots[index].ticket];
+  t->status = status;
   if (status < 0)
-    g_strlcpy(s->message, message ? message : g_strerror(-status), sizeof s->message);
-  s->state = SLOT_DONE;
-  g_cond_broadcast(&e->changed);
+    g_strlcpy(t->message, message ? message : g_strerror(-status), sizeof t->message);
+  t->host.completed = pp_now_ns();
+  t->state = TICKET_DONE;
+  if (slot_free)
+    free_slot_locked(e, index);
+  g_cond_broadcast(&e->item_ready);
   g_mutex_unlock(&e->lock);
 }
 
@@ -66,15 +90,17 @@ pp_engine_new(pp_backend *backend, pp_discard_fn discard, void *owner)
 {
   pp_engine *e = g_new0(pp_engine, 1);
   g_mutex_init(&e->lock);
-  g_cond_init(&e->changed);
+  g_cond_init(&e->slot_freed);
+  g_cond_init(&e->item_ready);
+  g_cond_init(&e->went_idle);
   e->backend = backend;
   e->discard = discard;
   e->owner = owner;
   backend->complete = on_complete;
   backend->complete_data = e;
   g_queue_init(&e->order);
-  for (unsigned i = 0; i < PP_MAX_SLOTS; i++)
-    e->slots[i].entry.link.data = &e->slots[i].entry;
+  for (unsigned i = 0; i < PP_MAX_TICKETS; i++)
+    e->tickets[i].entry.link.data = &e->tickets[i].entry;
   return e;
 }
 
@@ -86,16 +112,18 @@ pp_engine_free(pp_engine *e)
   pp_engine_set_flushing(e, true);
   pp_engine_flush(e);
   e->backend->ops->destroy(e->backend);
-  g_cond_clear(&e->changed);
+  g_cond_clear(&e->slot_freed);
+  g_cond_clear(&e->item_ready);
+  g_cond_clear(&e->went_idle);
   g_mutex_clear(&e->lock);
   g_free(e);
 }
 
 static bool
-slots_free_locked(pp_engine *e)
+tickets_free_locked(pp_engine *e)
 {
-  for (unsigned i = 0; i < e->n_slots; i++)
-    if (e->slots[i].state != SLOT_FREE)
+  for (unsigned i = 0; i < e->n_tickets; i++)
+    if (e->tickets[i].state != TICKET_FREE)
       return false;
   return true;
 }
@@ -103,7 +131,7 @@ slots_free_locked(pp_engine *e)
 static bool
 idle_locked(pp_engine *e)
 {
-  return slots_free_locked(e) && g_queue_is_empty(&e->order);
+  return tickets_free_locked(e) && g_queue_is_empty(&e->order);
 }
 
 int
@@ -116,7 +144,7 @@ pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *
   }
   /* Markers may wait in the queue: they take no slot. */
   g_mutex_lock(&e->lock);
-  const bool idle = slots_free_locked(e);
+  const bool idle = tickets_free_locked(e);
   g_mutex_unlock(&e->lock);
   if (!idle) {
     *msg = g_strdup("cannot reconfigure with frames in flight");
@@ -128,6 +156,8 @@ pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *
     return rc;
   g_mutex_lock(&e->lock);
   e->n_slots = n_slots;
+  e->n_tickets = n_slots * PP_TICKETS_PER_SLOT;
+  memset(e->slots, 0, sizeof e->slots);
   e->next_seq = 0;
   e->configured = true;
   g_mutex_unlock(&e->lock);
@@ -146,6 +176,13 @@ pp_engine_backend_name(pp_engine *e)
   return e->backend->ops->name;
 }
 
+const char *
+pp_engine_backend_detail(pp_engine *e)
+{
+  const char *detail = e->backend->ops->describe ? e->backend->ops->describe(e->backend) : NULL;
+  return detail ? detail : "";
+}
+
 int
 pp_engine_acquire(pp_engine *e, unsigned *index)
 {
@@ -154,14 +191,14 @@ pp_engine_acquire(pp_engine *e, unsigned *index)
     g_mutex_unlock(&e->lock);
     return -EINVAL;
   }
-  const unsigned next = e->next_seq % e->n_slots;
-  while (!e->flushing && e->slots[next].state != SLOT_FREE)
-    g_cond_wait(&e->changed, &e->lock);
+  const unsigned t = e->next_seq % e->n_tickets, s = e->next_seq % e->n_slots;
+  while (!e->flushing && (e->tickets[t].state != TICKET_FREE || e->slots[s].busy))
+    g_cond_wait(&e->slot_freed, &e->lock);
   const bool flushing = e->flushing;
   g_mutex_unlock(&e->lock);
   if (flushing)
     return -ECANCELED;
-  *index = next;
+  *index = t;
   return 0;
 }
 
@@ -169,39 +206,57 @@ int
 pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, char **msg)
 {
   g_mutex_lock(&e->lock);
-  slot *s = &e->slots[index];
   if (e->flushing) {
     g_mutex_unlock(&e->lock);
     return -ECANCELED;
   }
-  if (!e->configured || index != e->next_seq % e->n_slots || s->state != SLOT_FREE) {
+  ticket *t = &e->tickets[index];
+  const unsigned s = e->next_seq % (e->n_slots ? e->n_slots : 1);
+  if (!e->configured || index != e->next_seq % e->n_tickets || t->state != TICKET_FREE ||
+      e->slots[s].busy) {
     g_mutex_unlock(&e->lock);
-    *msg = g_strdup_printf("slot %u was not acquired before submit", index);
+    *msg = g_strdup_printf("ticket %u was not acquired before submit", index);
     return -EINVAL;
   }
-  s->state = SLOT_BUSY;
-  s->job = *job;
-  s->user = user;
-  s->status = 0;
-  s->submit_ns = pp_now_ns();
+  t->state = TICKET_BUSY;
+  t->slot = s;
+  t->job = *job;
+  t->user = user;
+  t->status = 0;
+  t->host = (pp_frame_times){ .submit = pp_now_ns() };
+  t->submitting = true;
+  e->slots[s] = (slot){ .busy = true, .ticket = index };
   e->next_seq++;
-  g_queue_push_tail_link(&e->order, &s->entry.link);
+  g_queue_push_tail_link(&e->order, &t->entry.link);
+  /* A consumer asleep on an empty queue now waits with a deadline (poll). */
+  g_cond_signal(&e->item_ready);
   g_mutex_unlock(&e->lock);
 
   /* Outside the lock: the backend may complete (and call on_complete) before
    * submit returns. */
-  const int rc = e->backend->ops->submit(e->backend, index, &s->job, msg);
+  const int rc = e->backend->ops->submit(e->backend, s, &t->job, msg);
+  const int64_t submitted = pp_now_ns();
+  g_mutex_lock(&e->lock);
+  t->host.submitted = submitted;
+  t->submitting = false;
+  if (t->state == TICKET_DONE) {
+    /* A completion that beat us here keeps its time, but not before submit. */
+    if (t->host.completed < submitted)
+      t->host.completed = submitted;
+    g_cond_broadcast(&e->item_ready);
+  }
   if (rc < 0) {
     /* Never accepted: take it back out, as if it had not been submitted. The
      * backend has made sure nothing of it is still running. */
-    g_mutex_lock(&e->lock);
-    g_queue_unlink(&e->order, &s->entry.link);
-    s->state = SLOT_FREE;
-    s->user = NULL;
+    g_queue_unlink(&e->order, &t->entry.link);
+    t->state = TICKET_FREE;
+    t->user = NULL;
+    e->slots[s].busy = false;
     e->next_seq--;
-    g_cond_broadcast(&e->changed);
-    g_mutex_unlock(&e->lock);
+    g_cond_broadcast(&e->slot_freed);
+    g_cond_broadcast(&e->went_idle);
   }
+  g_mutex_unlock(&e->lock);
   return rc;
 }
 
@@ -218,7 +273,7 @@ pp_engine_push_marker(pp_engine *e, void *marker)
   m->entry.link.data = &m->entry;
   m->marker = marker;
   g_queue_push_tail_link(&e->order, &m->entry.link);
-  g_cond_broadcast(&e->changed);
+  g_cond_broadcast(&e->item_ready);
   g_mutex_unlock(&e->lock);
   return 0;
 }
@@ -228,10 +283,29 @@ pp_engine_drain(pp_engine *e)
 {
   g_mutex_lock(&e->lock);
   while (!e->flushing && !idle_locked(e))
-    g_cond_wait(&e->changed, &e->lock);
+    g_cond_wait(&e->went_idle, &e->lock);
   const bool flushing = e->flushing;
   g_mutex_unlock(&e->lock);
   return flushing ? -ECANCELED : 0;
+}
+
+/* The head of the queue is a frame that has not completed in a second: ask
+ * the backend whether its work failed (a faulted GPU stream runs no more
+ * callbacks). Called and returns with the lock held. */
+static void
+poll_overdue_locked(pp_engine *e, ticket *late)
+{
+  const unsigned slot_index = late->slot;
+  char *reason = NULL;
+  g_mutex_unlock(&e->lock);
+  const int rc = e->backend->ops->poll(e->backend, slot_index, &reason);
+  g_mutex_lock(&e->lock);
+  if (rc < 0 && late->state == TICKET_BUSY) {
+    late->status = rc;
+    g_strlcpy(late->message, reason ? reason : g_strerror(-rc), sizeof late->message);
+    late->state = TICKET_DONE;
+  }
+  g_free(reason);
 }
 
 int
@@ -250,33 +324,45 @@ pp_engine_pop(pp_engine *e, pp_item *item)
       marker_entry *m = (marker_entry *) first;
       *item = (pp_item){ .kind = PP_ITEM_MARKER, .user = m->marker };
       g_free(m);
-      g_cond_broadcast(&e->changed);
+      g_cond_broadcast(&e->went_idle);
       g_mutex_unlock(&e->lock);
       return 0;
     }
-    if (first && ((slot *) first)->state == SLOT_DONE)
+    ticket *t = (ticket *) first;
+    if (t && t->state == TICKET_DONE && !t->submitting)
       break;
-    g_cond_wait(&e->changed, &e->lock);
+    if (!t || !e->backend->ops->poll) {
+      g_cond_wait(&e->item_ready, &e->lock);
+      continue;
+    }
+    const gint64 deadline = g_get_monotonic_time() + G_TIME_SPAN_SECOND;
+    if (!g_cond_wait_until(&e->item_ready, &e->lock, deadline))
+      poll_overdue_locked(e, t);
   }
-  slot *s = (slot *) g_queue_pop_head_link(&e->order)->data;
-  s->state = SLOT_POPPED;
-  const unsigned index = s - e->slots;
-  *item = (pp_item){ .kind = PP_ITEM_FRAME, .slot = index, .user = s->user, .status = s->status };
-  if (s->status < 0)
-    g_strlcpy(item->message, s->message, sizeof item->message);
+  ticket *t = (ticket *) g_queue_pop_head_link(&e->order)->data;
+  t->state = TICKET_POPPED;
+  const unsigned index = t - e->tickets;
+  /* The slot still holds this frame's result: finish reads it out. */
+  const bool held = e->slots[t->slot].busy && e->slots[t->slot].ticket == index;
+  *item = (pp_item){ .kind = PP_ITEM_FRAME, .ticket = index, .user = t->user, .status = t->status };
+  if (t->status < 0)
+    g_strlcpy(item->message, t->message, sizeof item->message);
   g_mutex_unlock(&e->lock);
 
   item->times = (pp_stage_times){ -1, -1, -1 };
-  if (item->status == 0 && e->backend->ops->finish) {
-    const int rc = e->backend->ops->finish(e->backend, index, &s->job, &item->times);
+  if (held && item->status == 0 && e->backend->ops->finish) {
+    const int rc = e->backend->ops->finish(e->backend, t->slot, &t->job, &item->times);
     if (rc < 0) {
       item->status = rc;
       g_strlcpy(item->message, g_strerror(-rc), sizeof item->message);
     }
   }
-  item->latency_ns = pp_now_ns() - s->submit_ns;
   g_mutex_lock(&e->lock);
-  pp_stats_record(&e->stats, item->latency_ns, &item->times);
+  if (held)
+    free_slot_locked(e, t->slot);
+  t->host.popped = pp_now_ns();
+  item->latency_ns = t->host.popped - t->host.submit;
+  pp_stats_record(&e->stats, &t->host, &item->times);
   g_mutex_unlock(&e->lock);
   return 0;
 }
@@ -285,9 +371,10 @@ void
 pp_engine_release(pp_engine *e, unsigned index)
 {
   g_mutex_lock(&e->lock);
-  e->slots[index].state = SLOT_FREE;
-  e->slots[index].user = NULL;
-  g_cond_broadcast(&e->changed);
+  e->tickets[index].state = TICKET_FREE;
+  e->tickets[index].user = NULL;
+  g_cond_signal(&e->slot_freed); /* one producer */
+  g_cond_broadcast(&e->went_idle);
   g_mutex_unlock(&e->lock);
 }
 
@@ -296,7 +383,9 @@ pp_engine_set_flushing(pp_engine *e, bool flushing)
 {
   g_mutex_lock(&e->lock);
   e->flushing = flushing;
-  g_cond_broadcast(&e->changed);
+  g_cond_broadcast(&e->slot_freed);
+  g_cond_broadcast(&e->item_ready);
+  g_cond_broadcast(&e->went_idle);
   g_mutex_unlock(&e->lock);
 }
 
@@ -308,9 +397,9 @@ pp_engine_flush(pp_engine *e)
 
   g_mutex_lock(&e->lock);
   /* sync returns once the work is done; wait for the completions too. */
-  for (unsigned i = 0; i < e->n_slots; i++)
-    while (e->slots[i].state == SLOT_BUSY)
-      g_cond_wait(&e->changed, &e->lock);
+  for (unsigned i = 0; i < e->n_tickets; i++)
+    while (e->tickets[i].state == TICKET_BUSY)
+      g_cond_wait(&e->item_ready, &e->lock);
   GList *link;
   while ((link = g_queue_pop_head_link(&e->order))) {
     entry *first = link->data;
@@ -320,20 +409,22 @@ pp_engine_flush(pp_engine *e)
       item = (pp_item){ .kind = PP_ITEM_MARKER, .user = m->marker };
       g_free(m);
     } else {
-      slot *s = (slot *) first;
-      item = (pp_item){ .kind = PP_ITEM_FRAME, .slot = s - e->slots, .user = s->user };
-      s->state = SLOT_FREE;
-      s->user = NULL;
+      ticket *t = (ticket *) first;
+      item = (pp_item){ .kind = PP_ITEM_FRAME, .ticket = t - e->tickets, .user = t->user };
+      t->state = TICKET_FREE;
+      t->user = NULL;
     }
     if (e->discard)
       e->discard(e->owner, &item);
   }
-  /* A slot popped but not released belongs to a consumer that has stopped
+  /* A ticket popped but not released belongs to a consumer that has stopped
    * (the caller's precondition) and has dealt with it. */
-  for (unsigned i = 0; i < e->n_slots; i++)
-    e->slots[i].state = SLOT_FREE;
+  for (unsigned i = 0; i < e->n_tickets; i++)
+    e->tickets[i].state = TICKET_FREE;
+  memset(e->slots, 0, sizeof e->slots);
   e->next_seq = 0;
-  g_cond_broadcast(&e->changed);
+  g_cond_broadcast(&e->slot_freed);
+  g_cond_broadcast(&e->went_idle);
   g_mutex_unlock(&e->lock);
 }
 

@@ -2,6 +2,14 @@
  * submission order, interleaved with markers (the element's serialized
  * events) exactly where they were pushed.
  *
+ * A slot is the backend's: busy while the device works on a frame, free
+ * again as soon as that is done (or, when the result still needs the
+ * slot's memory, once it has been popped). Each frame also holds a ticket,
+ * from acquire until release, which indexes whatever its owner keeps per
+ * frame; there are PP_TICKETS_PER_SLOT tickets per slot, so finished frames
+ * can wait to be pushed downstream while the slots take new ones, and a
+ * slow consumer still holds the producer back.
+ *
  * One producer thread calls acquire/submit/push_marker/drain; one consumer
  * thread calls pop/release; set_flushing may come from any thread; flush,
  * configure and free only while neither producer nor consumer is inside. */
@@ -23,7 +31,7 @@ typedef enum {
 
 typedef struct {
   pp_item_kind kind;
-  unsigned slot;      /* PP_ITEM_FRAME */
+  unsigned ticket;    /* PP_ITEM_FRAME: what acquire returned for it */
   void *user;         /* the frame's `user`, or the marker */
   int status;         /* 0, or the backend's negative errno for this frame */
   char message[256];  /* why, when status < 0 */
@@ -44,20 +52,23 @@ int pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layo
                         unsigned n_slots, char **msg);
 bool pp_engine_is_configured(pp_engine *e);
 const char *pp_engine_backend_name(pp_engine *e);
+/* The backend's own account of how it runs frames ("" if it gives none). */
+const char *pp_engine_backend_detail(pp_engine *e);
 
-/* Producer. acquire waits until the next slot in turn is free (the only
- * place a producer blocks) and returns it; submit hands it a job. Both
- * return -ECANCELED while flushing. */
-int pp_engine_acquire(pp_engine *e, unsigned *slot);
-int pp_engine_submit(pp_engine *e, unsigned slot, const pp_job *job, void *user, char **msg);
+/* Producer. acquire waits until the next slot in turn is free and a ticket
+ * is available (the only place a producer blocks) and returns the ticket,
+ * < PP_MAX_TICKETS; submit hands the frame to the slot. Both return
+ * -ECANCELED while flushing. */
+int pp_engine_acquire(pp_engine *e, unsigned *ticket);
+int pp_engine_submit(pp_engine *e, unsigned ticket, const pp_job *job, void *user, char **msg);
 int pp_engine_push_marker(pp_engine *e, void *marker);
 /* Waits until everything submitted has been popped and released. */
 int pp_engine_drain(pp_engine *e);
 
-/* Consumer. pop waits for the oldest item to be ready; a frame's slot stays
- * taken until release, so its owner can read what it keeps per slot. */
+/* Consumer. pop waits for the oldest item to be ready; a frame's ticket
+ * stays taken until release, so its owner can read what it keeps per ticket. */
 int pp_engine_pop(pp_engine *e, pp_item *item);
-void pp_engine_release(pp_engine *e, unsigned slot);
+void pp_engine_release(pp_engine *e, unsigned ticket);
 
 /* Wakes every waiter with -ECANCELED while set. */
 void pp_engine_set_flushing(pp_engine *e, bool flushing);

@@ -14,9 +14,13 @@ pp_now_ns(void)
 }
 
 void
-pp_stats_record(pp_stats_recorder *r, int64_t latency_ns, const pp_stage_times *times)
+pp_stats_record(pp_stats_recorder *r, const pp_frame_times *host, const pp_stage_times *times)
 {
+  const int64_t latency_ns = host->popped - host->submit;
   const double us = latency_ns / 1000.0;
+  r->host_sum_us[0] += (host->submitted - host->submit) / 1000.0;
+  r->host_sum_us[1] += (host->completed - host->submitted) / 1000.0;
+  r->host_sum_us[2] += (host->popped - host->completed) / 1000.0;
   r->window[r->frames % PP_STATS_WINDOW] = latency_ns;
   r->frames++;
   r->latency_sum_us += us;
@@ -62,6 +66,9 @@ pp_stats_summarize(const pp_stats_recorder *r, pp_stats *out)
   out->latency_p50_us = percentile_us(sorted, n, 50);
   out->latency_p99_us = percentile_us(sorted, n, 99);
   out->latency_max_us = r->latency_max_us;
+  out->submit_mean_us = r->host_sum_us[0] / r->frames;
+  out->complete_mean_us = r->host_sum_us[1] / r->frames;
+  out->handoff_mean_us = r->host_sum_us[2] / r->frames;
   g_free(sorted);
   if (r->timed_frames) {
     out->h2d_mean_us = r->stage_sum_us[0] / r->timed_frames;

@@ -20,7 +20,16 @@ typedef struct {
   double mlp_mean_us;
   double d2h_mean_us;
   uint64_t staged_inputs; /* frames copied into staging memory before upload */
+  /* Where a frame's latency goes, means in microseconds: the backend's
+   * submit call, from its return to the completion callback (device work
+   * plus launch and callback latency), and from the callback to pop. */
+  double submit_mean_us, complete_mean_us, handoff_mean_us;
 } pp_stats;
+
+/* Host timestamps of one frame, nanoseconds. */
+typedef struct {
+  int64_t submit, submitted, completed, popped;
+} pp_frame_times;
 
 typedef struct {
   int64_t window[PP_STATS_WINDOW];
@@ -28,12 +37,13 @@ typedef struct {
   double latency_sum_us, latency_max_us;
   double stage_sum_us[3];
   uint64_t timed_frames;
+  double host_sum_us[3];
 } pp_stats_recorder;
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t pp_now_ns(void);
 
-void pp_stats_record(pp_stats_recorder *r, int64_t latency_ns, const pp_stage_times *times);
+void pp_stats_record(pp_stats_recorder *r, const pp_frame_times *host, const pp_stage_times *times);
 void pp_stats_summarize(const pp_stats_recorder *r, pp_stats *out);
 
 #endif

@@ -29,6 +29,8 @@ typedef struct {
   bool hold;           /* keep completions back until released */
   int fail_submits;    /* fail this many submits with -EIO */
   int fail_completion; /* complete the next frame with -EIO */
+  bool hold_slots;     /* results wait in the slot until finish, like a staged copy */
+  int finished;        /* finish calls */
   GArray *pending;     /* slots submitted, not yet completed */
   pp_job jobs[PP_MAX_SLOTS];
   test_rng rng;
@@ -44,9 +46,12 @@ fake_complete_one(fake_backend *f, guint index_in_pending)
   if (fail)
     f->fail_completion--;
   g_mutex_unlock(&f->lock);
-  /* "Compute": the output is a function of the input, so a mix-up shows. */
-  job.output[0] = *(const float *) job.input * 2 + 1;
-  f->base.complete(f->base.complete_data, slot, fail ? -EIO : 0, fail ? "disk on fire" : NULL);
+  /* "Compute": the output is a function of the input, so a mix-up shows.
+   * Holding slots, it lands in the output only at finish. */
+  if (!f->hold_slots)
+    job.output[0] = *(const float *) job.input * 2 + 1;
+  f->base.complete(f->base.complete_data, slot, fail ? -EIO : 0, fail ? "disk on fire" : NULL,
+                   !f->hold_slots);
   g_mutex_lock(&f->lock);
   g_cond_broadcast(&f->changed);
 }
@@ -98,6 +103,17 @@ fake_submit(pp_backend *b, unsigned slot, const pp_job *job, char **msg)
   return 0;
 }
 
+static int
+fake_finish(pp_backend *b, unsigned slot, const pp_job *job, pp_stage_times *times)
+{
+  fake_backend *f = (fake_backend *) b;
+  (void) slot, (void) times;
+  g_assert_true(f->hold_slots);
+  job->output[0] = *(const float *) job->input * 2 + 1;
+  f->finished++;
+  return 0;
+}
+
 /* Like a GPU draining its streams: everything queued completes. */
 static int
 fake_sync(pp_backend *b)
@@ -130,6 +146,7 @@ static const pp_backend_ops fake_ops = {
   .name = "fake",
   .configure = fake_configure,
   .submit = fake_submit,
+  .finish = fake_finish,
   .sync = fake_sync,
   .destroy = fake_destroy,
 };
@@ -162,8 +179,8 @@ fake_set_hold(fake_backend *f, bool hold)
 typedef struct {
   pp_engine *engine;
   fake_backend *fake;
-  float inputs[PP_MAX_SLOTS];
-  float outputs[PP_MAX_SLOTS];
+  float inputs[PP_MAX_TICKETS];
+  float outputs[PP_MAX_TICKETS];
   int discarded_frames, discarded_markers;
   GAsyncQueue *discarded;
 } rig;
@@ -209,15 +226,15 @@ rig_free(rig *r)
 static int
 submit_frame(rig *r, unsigned seq)
 {
-  unsigned slot;
-  int rc = pp_engine_acquire(r->engine, &slot);
+  unsigned ticket;
+  int rc = pp_engine_acquire(r->engine, &ticket);
   if (rc < 0)
     return rc;
-  r->inputs[slot] = (float) seq;
-  r->outputs[slot] = NAN;
-  const pp_job job = { .input = &r->inputs[slot], .output = &r->outputs[slot] };
+  r->inputs[ticket] = (float) seq;
+  r->outputs[ticket] = NAN;
+  const pp_job job = { .input = &r->inputs[ticket], .output = &r->outputs[ticket] };
   char *msg = NULL;
-  rc = pp_engine_submit(r->engine, slot, &job, GUINT_TO_POINTER(seq + 1), &msg);
+  rc = pp_engine_submit(r->engine, ticket, &job, GUINT_TO_POINTER(seq + 1), &msg);
   g_free(msg);
   return rc;
 }
@@ -231,8 +248,8 @@ expect_frame(rig *r, unsigned seq)
   assert_int_equal(item.kind, PP_ITEM_FRAME);
   assert_int_equal(GPOINTER_TO_UINT(item.user), seq + 1);
   assert_int_equal(item.status, 0);
-  assert_float_equal(r->outputs[item.slot], seq * 2.0f + 1, 0);
-  pp_engine_release(r->engine, item.slot);
+  assert_float_equal(r->outputs[item.ticket], seq * 2.0f + 1, 0);
+  pp_engine_release(r->engine, item.ticket);
 }
 
 /* ---- ordering ------------------------------------------------------------ */
@@ -326,17 +343,46 @@ test_back_pressure(void **state)
   assert_int_equal(submit_frame(r, 0), 0);
   assert_int_equal(submit_frame(r, 1), 0);
 
+  /* Both slots work: the third frame waits for one. */
   blocked_call third = { r, 2, 0, 0 };
   GThread *t = g_thread_new("third", submit_in_thread, &third);
   assert_true(still_blocked(&third));
-  /* Frame 0 done but not popped: its slot is still taken. */
+  /* A slot is free again once its frame is done, popped or not. */
   fake_set_hold(r->fake, false);
-  assert_true(still_blocked(&third));
-  expect_frame(r, 0);
   g_thread_join(t);
   assert_int_equal(third.rc, 0);
+  assert_int_equal(submit_frame(r, 3), 0);
+
+  /* Four frames hold all 2 × PP_TICKETS_PER_SLOT tickets: the fifth waits
+   * for the consumer however idle the slots are. */
+  blocked_call fifth = { r, 4, 0, 0 };
+  t = g_thread_new("fifth", submit_in_thread, &fifth);
+  assert_true(still_blocked(&fifth));
+  expect_frame(r, 0);
+  g_thread_join(t);
+  assert_int_equal(fifth.rc, 0);
+  for (unsigned seq = 1; seq <= 4; seq++)
+    expect_frame(r, seq);
+  rig_free(r);
+}
+
+/* A result the backend keeps in the slot (a staged copy) holds the slot
+ * until it has been popped and finished. */
+static void
+test_held_slots_wait_for_finish(void **state)
+{
+  (void) state;
+  rig *r = rig_new(1, false);
+  r->fake->hold_slots = true;
+  assert_int_equal(submit_frame(r, 0), 0);
+  blocked_call second = { r, 1, 0, 0 };
+  GThread *t = g_thread_new("second", submit_in_thread, &second);
+  assert_true(still_blocked(&second)); /* done, but the slot holds its result */
+  expect_frame(r, 0);                  /* pop calls finish, which writes the output */
+  g_thread_join(t);
+  assert_int_equal(second.rc, 0);
   expect_frame(r, 1);
-  expect_frame(r, 2);
+  assert_int_equal(r->fake->finished, 2);
   rig_free(r);
 }
 
@@ -446,7 +492,7 @@ test_failures(void **state)
   assert_int_equal(GPOINTER_TO_UINT(item.user), 1);
   assert_int_equal(item.status, -EIO);
   assert_string_equal(item.message, "disk on fire");
-  pp_engine_release(r->engine, item.slot);
+  pp_engine_release(r->engine, item.ticket);
   assert_int_equal(submit_frame(r, 1), 0);
   expect_frame(r, 1);
   rig_free(r);
@@ -489,7 +535,7 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
       pp_item item;
       assert_int_equal(pp_engine_pop(engine, &item), 0);
       assert_int_equal(GPOINTER_TO_INT(item.user), popped++ + 1);
-      pp_engine_release(engine, item.slot);
+      pp_engine_release(engine, item.ticket);
     }
     assert_int_equal(pp_engine_acquire(engine, &slot), 0);
     const pp_job job = { .input = frames[i], .output = outputs[i] };
@@ -499,7 +545,7 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
     pp_item item;
     assert_int_equal(pp_engine_pop(engine, &item), 0);
     assert_int_equal(GPOINTER_TO_INT(item.user), popped++ + 1);
-    pp_engine_release(engine, item.slot);
+    pp_engine_release(engine, item.ticket);
   }
   float *x = g_new(float, (size_t) layout.n *layout.k);
   double *ref = g_new(double, (size_t) layout.n *o), *mag = g_new(double, (size_t) layout.n *o);
@@ -536,6 +582,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_order_under_random_completion),
     cmocka_unit_test(test_back_pressure),
+    cmocka_unit_test(test_held_slots_wait_for_finish),
     cmocka_unit_test(test_drain_waits_for_every_result),
     cmocka_unit_test(test_flush_discards_in_flight),
     cmocka_unit_test(test_teardown_with_frames_in_flight),
