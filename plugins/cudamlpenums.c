@@ -41,7 +41,9 @@ DEFINE_ENUM(gst_cuda_mlp_precision_get_type, "GstCudaMlpPrecision",
               "tf32" })
 
 DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
-            { PP_COMPLETION_HOST_FUNC, "A host function at the end of each frame's stream work",
-              "host-func" },
-            { PP_COMPLETION_EVENT_THREAD, "A thread waiting on each frame's completion event",
+            { PP_COMPLETION_HOST_FUNC,
+              "A host function (cudaLaunchHostFunc) after each frame's work", "host-func" },
+            { PP_COMPLETION_EVENT_THREAD,
+              "A thread that sleeps until a frame is nearly due, then polls its event "
+              "(lower latency; uses some CPU)",
               "event-thread" })

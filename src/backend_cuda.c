@@ -1,0 +1,996 @@
+/* The CUDA backend. Each slot owns a non-blocking stream, pinned host
+ * staging for a frame and its result, and device buffers; the weights are
+ * uploaded once and shared. A frame is, on its slot's stream only:
+ *
+ *   H2D copy → MLP kernels → D2H copy → completion (host function or event)
+ *
+ * The MLP's kernels are captured once per slot as a CUDA graph, so a frame
+ * costs two copies, one graph launch and one completion call. Only the
+ * kernels go in the graph (docs/PERFORMANCE.md, measured on the H100 host):
+ * a graph with a host node took 37 µs to launch instead of 6, and copy
+ * nodes re-pointed at each frame's pinned buffer made launches cost
+ * 25-71 µs, growing with the frame, where a direct cudaMemcpyAsync of a
+ * 6 MB frame costs 2.2 µs. Nothing runs on the default stream and nothing is
+ * allocated or synchronised per frame. */
+#include "backend_cuda.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "cuda_host.h"
+#include "stats.h"
+#include "cuda_kernels.h"
+#include "gemm_cublaslt.h"
+
+/* cuBLASLt's recommended workspace on Hopper. */
+#define LT_WORKSPACE_BYTES (32u << 20)
+/* Stage times are read back for one frame in this many: reading them costs
+ * the consumer thread a few microseconds. */
+#define TIMING_PERIOD 8
+#define TUNE_REPS 10
+/* Timed regions start behind this much GPU busy-wait (pp_cuda_spin), so
+ * the CPU has launched the whole region before the GPU gets to it. */
+#define TIMING_LEAD_US 100
+/* The completion waiter sleeps until shortly before a frame is expected to
+ * be done (a running mean of how long frames take), then polls its event:
+ * polling sees a finished frame ~10 µs after it is done, a blocking wait
+ * 28 µs later (tools/cuda-api-cost). It polls at most this long before it
+ * blocks after all. */
+#define WAKE_EARLY_US 30
+#define POLL_AT_MOST_US 300
+
+typedef struct cuda_backend cuda_backend;
+
+typedef struct {
+  cuda_backend *owner;
+  unsigned index;
+  cudaStream_t stream;
+  void *staging_in;   /* pinned, one frame */
+  float *staging_out; /* pinned, one result */
+  void *d_in;         /* the frame on the device */
+  float *d_x;         /* X as floats, for cuBLAS (byte input only) */
+  float *d_h;         /* hidden activations, N × ldw0 */
+  float *d_out;       /* N × O */
+  void *workspace;    /* cuBLASLt's, one per stream */
+  cudaEvent_t ev_start, ev_h2d, ev_mlp, ev_d2h, ev_done;
+  pp_cuda_a x;          /* reads this slot's frame */
+  pp_cuda_a h;          /* reads this slot's hidden activations */
+  cudaGraphExec_t exec; /* the MLP's kernels */
+  bool staged_out;
+  bool timed;
+  uint64_t frames;
+  int64_t submitted_ns; /* for the completion waiter's estimate */
+} cuda_slot;
+
+struct cuda_backend {
+  pp_backend base;
+  int device;
+  pp_precision precision;
+  pp_completion completion;
+  bool use_graphs;
+  cudaStream_t setup_stream;
+  cublasLtHandle_t lt;
+
+  /* Weights, uploaded once per model. */
+  uint64_t model_id;
+  uint32_t d, o, ldw0, ldw1;
+  bool hidden_relu, has_b0, has_b1;
+  float *w0, *w0t, *b0, *w1, *w1t, *b1;
+
+  /* Per layout. */
+  pp_frame_layout layout;
+  size_t out_bytes;
+  int32_t *h_koff, *d_koff;
+  pp_cuda_path path;
+  pp_fused_tile fused_tile;
+  pp_lt_gemm *lt1, *lt2;
+  char description[160];
+
+  unsigned n_slots;
+  cuda_slot slots[PP_MAX_SLOTS];
+
+  /* PINGPONG_CUDA_TRACE=1: where submit's time goes, printed at destroy. */
+  bool trace;
+  double trace_us[5]; /* staging, upload, MLP, download + completion, total */
+  uint64_t trace_frames;
+  double trace_waiter_cpu_us; /* waiter's busy time: sleeping excluded */
+
+  /* Completion by event: a thread waits on each frame's event in turn. */
+  GThread *waiter;
+  GMutex lock;
+  GCond wake;
+  GQueue pending; /* slot indices, submission order */
+  bool quit;
+  double frame_us; /* running mean, submit to done, of the frames waited on */
+};
+
+static const char *const path_names[PP_N_PATHS] = {
+  [PP_PATH_FUSED] = "fused",
+  [PP_PATH_OWN] = "own",
+  [PP_PATH_OWN_64] = "own64",
+  [PP_PATH_CUBLAS] = "cublas",
+};
+
+const char *
+pp_cuda_path_name(pp_cuda_path path)
+{
+  return path < PP_N_PATHS ? path_names[path] : "?";
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static int
+cuda_fail(char **msg, const char *call, cudaError_t err, int line)
+{
+  if (msg && !*msg)
+    *msg = g_strdup_printf("%s failed: %s (%s) [backend_cuda.c:%d]", call, cudaGetErrorString(err),
+                           cudaGetErrorName(err), line);
+  return -EIO;
+}
+
+static int
+blas_fail(char **msg, const char *call, cublasStatus_t status, int line)
+{
+  if (msg && !*msg)
+    *msg = g_strdup_printf("%s failed: %s [backend_cuda.c:%d]", call,
+                           cublasLtGetStatusString(status), line);
+  return -EIO;
+}
+
+/* Every CUDA call is checked; these need `msg` in scope. */
+#define CUDA_CHECK(call)                                                                           \
+  do {                                                                                             \
+    const cudaError_t err_ = (call);                                                               \
+    if (err_ != cudaSuccess)                                                                       \
+      return cuda_fail(msg, #call, err_, __LINE__);                                                \
+  } while (0)
+#define BLAS_CHECK(call)                                                                           \
+  do {                                                                                             \
+    const cublasStatus_t status_ = (call);                                                         \
+    if (status_ != CUBLAS_STATUS_SUCCESS)                                                          \
+      return blas_fail(msg, #call, status_, __LINE__);                                             \
+  } while (0)
+
+/* ---- host memory ---------------------------------------------------------- */
+
+int
+pp_cuda_host_register(void *ptr, size_t bytes, char **msg)
+{
+  CUDA_CHECK(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+  return 0;
+}
+
+void
+pp_cuda_host_unregister(void *ptr)
+{
+  cudaHostUnregister(ptr);
+}
+
+/* ---- one frame ------------------------------------------------------------ */
+
+static int
+run_mlp(cuda_backend *b, cuda_slot *s, pp_cuda_path path, cudaStream_t stream, char **msg)
+{
+  const uint32_t n = b->layout.n, k = b->layout.k;
+  const float *b0 = b->has_b0 ? b->b0 : NULL, *b1 = b->has_b1 ? b->b1 : NULL;
+  switch (path) {
+    case PP_PATH_FUSED:
+      CUDA_CHECK(pp_cuda_mlp_fused(stream, &s->x, n, k, b->w0t, b->ldw0, b0, b->d, b->hidden_relu,
+                                   b->w1, b1, s->d_out, b->fused_tile));
+      return 0;
+    case PP_PATH_OWN:
+    case PP_PATH_OWN_64: {
+      const pp_gemm_tile tile = path == PP_PATH_OWN ? PP_TILE_128x128 : PP_TILE_64x64;
+      CUDA_CHECK(pp_cuda_gemm(stream, &s->x, n, k, b->w0t, b->ldw0, b0, b->d, b->hidden_relu,
+                              s->d_h, b->ldw0, tile));
+      if (b->o <= PP_ROWDOT_MAX_O)
+        CUDA_CHECK(pp_cuda_rowdot(stream, s->d_h, n, b->d, b->ldw0, b->w1, b1, b->o, s->d_out));
+      else
+        CUDA_CHECK(pp_cuda_gemm(stream, &s->h, n, b->d, b->w1t, b->ldw1, b1, b->o, true, s->d_out,
+                                b->o, tile));
+      return 0;
+    }
+    case PP_PATH_CUBLAS: {
+      const float *x = s->d_in;
+      if (s->x.kind != PP_A_F32) {
+        CUDA_CHECK(pp_cuda_convert(stream, &s->x, n, k, s->d_x, k));
+        x = s->d_x;
+      }
+      BLAS_CHECK(pp_lt_gemm_run(b->lt1, stream, x, b->w0, s->d_h, s->workspace));
+      if (b->o <= PP_ROWDOT_MAX_O)
+        CUDA_CHECK(pp_cuda_rowdot(stream, s->d_h, n, b->d, b->ldw0, b->w1, b1, b->o, s->d_out));
+      else
+        BLAS_CHECK(pp_lt_gemm_run(b->lt2, stream, s->d_h, b->w1, s->d_out, s->workspace));
+      return 0;
+    }
+    default:
+      *msg = g_strdup("no MLP path chosen");
+      return -EINVAL;
+  }
+}
+
+/* Whether finish has nothing to do for the slot's current frame. */
+static bool
+slot_free(const cuda_slot *s)
+{
+  return !s->staged_out && !s->timed;
+}
+
+static void CUDART_CB
+host_done(void *data)
+{
+  /* Runs on CUDA's callback thread: no CUDA calls here. */
+  cuda_slot *s = data;
+  s->owner->base.complete(s->owner->base.complete_data, s->index, 0, NULL, slot_free(s));
+}
+
+/* A timing event, only on the frames whose stage times are read. */
+static cudaError_t
+mark(cuda_slot *s, cudaEvent_t event)
+{
+  return s->timed ? cudaEventRecord(event, s->stream) : cudaSuccess;
+}
+
+static int
+enqueue_mlp(cuda_backend *b, cuda_slot *s, char **msg)
+{
+  if (!s->exec)
+    return run_mlp(b, s, b->path, s->stream, msg);
+  CUDA_CHECK(cudaGraphLaunch(s->exec, s->stream));
+  return 0;
+}
+
+static int
+enqueue_completion(cuda_backend *b, cuda_slot *s, char **msg)
+{
+  if (b->completion == PP_COMPLETION_HOST_FUNC)
+    CUDA_CHECK(cudaLaunchHostFunc(s->stream, host_done, s));
+  else
+    CUDA_CHECK(cudaEventRecord(s->ev_done, s->stream));
+  return 0;
+}
+
+/* ---- graphs -------------------------------------------------------------- */
+
+static void
+drop_graph(cuda_slot *s)
+{
+  if (s->exec)
+    cudaGraphExecDestroy(s->exec);
+  s->exec = NULL;
+}
+
+/* Captures the MLP's kernels for this slot. A failure leaves the slot on
+ * direct launches, which do the same work. */
+static int
+capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
+{
+  cudaGraph_t graph = NULL;
+  CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+  char *reason = NULL;
+  const int rc = run_mlp(b, s, b->path, s->stream, &reason);
+  const cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
+  if (rc < 0) {
+    if (graph)
+      cudaGraphDestroy(graph);
+    *msg = reason;
+    return rc;
+  }
+  g_free(reason);
+  CUDA_CHECK(end);
+  const cudaError_t err = cudaGraphInstantiate(&s->exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (err != cudaSuccess) {
+    s->exec = NULL;
+    return cuda_fail(msg, "cudaGraphInstantiate", err, __LINE__);
+  }
+  return 0;
+}
+
+/* ---- completion by event ---------------------------------------------------- */
+
+/* Polls `done` until it completes or `deadline_ns` passes. */
+static cudaError_t
+poll_until(cudaEvent_t done, int64_t deadline_ns)
+{
+  cudaError_t err;
+  while ((err = cudaEventQuery(done)) == cudaErrorNotReady && pp_now_ns() < deadline_ns)
+    ;
+  return err;
+}
+
+static gpointer
+waiter_main(gpointer data)
+{
+  cuda_backend *b = data;
+  cudaSetDevice(b->device);
+  /* Sleep to within microseconds of the expected completion, not 50. */
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  g_mutex_lock(&b->lock);
+  for (;;) {
+    while (!b->quit && g_queue_is_empty(&b->pending))
+      g_cond_wait(&b->wake, &b->lock);
+    if (g_queue_is_empty(&b->pending))
+      break; /* quit, and nothing left to report */
+    const unsigned index = GPOINTER_TO_UINT(g_queue_peek_head(&b->pending));
+    cuda_slot *s = &b->slots[index];
+    const int64_t submitted = s->submitted_ns;
+    const double expected_us = b->frame_us;
+    g_mutex_unlock(&b->lock);
+
+    cudaError_t err = cudaEventQuery(s->ev_done);
+    if (err == cudaErrorNotReady) {
+      const int64_t wake = submitted + (int64_t) ((expected_us - WAKE_EARLY_US) * 1000);
+      const int64_t now = pp_now_ns();
+      if (wake > now)
+        g_usleep((wake - now) / 1000);
+      err = poll_until(s->ev_done, pp_now_ns() + POLL_AT_MOST_US * 1000);
+      if (err == cudaErrorNotReady)
+        err = cudaEventSynchronize(s->ev_done);
+    }
+    const double took_us = (pp_now_ns() - submitted) / 1000.0;
+    char *msg = NULL;
+    if (err != cudaSuccess)
+      cuda_fail(&msg, "a frame's work on the GPU", err, __LINE__);
+    b->base.complete(b->base.complete_data, index, err == cudaSuccess ? 0 : -EIO, msg,
+                     err == cudaSuccess && slot_free(s));
+    g_free(msg);
+    g_mutex_lock(&b->lock);
+    /* Frames queue behind each other, so this measures submit to done as
+     * the pipeline runs it; the mean follows changes within ~8 frames. */
+    b->frame_us = b->frame_us ? 0.875 * b->frame_us + 0.125 * took_us : took_us;
+    g_queue_pop_head(&b->pending);
+    g_cond_broadcast(&b->wake);
+  }
+  g_mutex_unlock(&b->lock);
+  return NULL;
+}
+
+/* ---- pp_backend_ops ----------------------------------------------------------- */
+
+static int
+cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  cuda_slot *s = &b->slots[index];
+  const int64_t t0 = pp_now_ns();
+  CUDA_CHECK(cudaSetDevice(b->device));
+
+  const void *src = job->input;
+  if (!job->input_pinned) {
+    memcpy(s->staging_in, job->input, b->layout.frame_bytes);
+    src = s->staging_in;
+    __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
+  }
+  float *dst = job->output_pinned ? job->output : s->staging_out;
+  s->staged_out = !job->output_pinned;
+  s->timed = s->frames++ % TIMING_PERIOD == 0;
+
+  const int64_t t1 = b->trace ? pp_now_ns() : 0;
+  int rc = 0;
+  cudaError_t err = mark(s, s->ev_start);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(s->d_in, src, b->layout.frame_bytes, cudaMemcpyHostToDevice, s->stream);
+  if (err == cudaSuccess)
+    err = mark(s, s->ev_h2d);
+  if (err != cudaSuccess)
+    rc = cuda_fail(msg, "uploading a frame", err, __LINE__);
+  const int64_t t2 = b->trace ? pp_now_ns() : 0;
+  if (rc == 0)
+    rc = enqueue_mlp(b, s, msg);
+  const int64_t t3 = b->trace ? pp_now_ns() : 0;
+  if (rc == 0) {
+    err = mark(s, s->ev_mlp);
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(dst, s->d_out, b->out_bytes, cudaMemcpyDeviceToHost, s->stream);
+    if (err == cudaSuccess)
+      err = mark(s, s->ev_d2h);
+    if (err != cudaSuccess)
+      rc = cuda_fail(msg, "downloading a result", err, __LINE__);
+  }
+  if (rc == 0)
+    rc = enqueue_completion(b, s, msg);
+  if (b->trace) {
+    const int64_t t4 = pp_now_ns();
+    const int64_t marks[5] = { t0, t1, t2, t3, t4 };
+    for (int i = 0; i < 4; i++)
+      b->trace_us[i] += (marks[i + 1] - marks[i]) / 1000.0;
+    b->trace_us[4] += (t4 - t0) / 1000.0;
+    b->trace_frames++;
+  }
+  if (rc < 0) {
+    /* Whatever part of the frame was queued finishes before we say no. */
+    cudaStreamSynchronize(s->stream);
+    return rc;
+  }
+  if (b->completion == PP_COMPLETION_EVENT_THREAD) {
+    g_mutex_lock(&b->lock);
+    s->submitted_ns = t0;
+    g_queue_push_tail(&b->pending, GUINT_TO_POINTER(index));
+    g_cond_broadcast(&b->wake);
+    g_mutex_unlock(&b->lock);
+  }
+  return 0;
+}
+
+static int
+cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times *times)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  cuda_slot *s = &b->slots[index];
+  if (s->staged_out)
+    memcpy(job->output, s->staging_out, b->out_bytes);
+  if (s->timed) {
+    float h2d = -1, mlp = -1, d2h = -1;
+    if (cudaEventElapsedTime(&h2d, s->ev_start, s->ev_h2d) == cudaSuccess &&
+        cudaEventElapsedTime(&mlp, s->ev_h2d, s->ev_mlp) == cudaSuccess &&
+        cudaEventElapsedTime(&d2h, s->ev_mlp, s->ev_d2h) == cudaSuccess)
+      *times = (pp_stage_times){ h2d * 1000.0, mlp * 1000.0, d2h * 1000.0 };
+  }
+  return 0;
+}
+
+static int
+cuda_sync(pp_backend *base)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  cudaSetDevice(b->device);
+  for (unsigned i = 0; i < b->n_slots; i++)
+    cudaStreamSynchronize(b->slots[i].stream);
+  g_mutex_lock(&b->lock);
+  while (!g_queue_is_empty(&b->pending))
+    g_cond_wait(&b->wake, &b->lock);
+  g_mutex_unlock(&b->lock);
+  return 0;
+}
+
+static int
+cuda_poll(pp_backend *base, unsigned index, char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  CUDA_CHECK(cudaSetDevice(b->device));
+  const cudaError_t err = cudaStreamQuery(b->slots[index].stream);
+  if (err == cudaSuccess || err == cudaErrorNotReady)
+    return 0;
+  return cuda_fail(msg, "a frame's work on the GPU", err, __LINE__);
+}
+
+static const char *
+cuda_describe(pp_backend *base)
+{
+  return ((cuda_backend *) base)->description;
+}
+
+/* ---- configure ------------------------------------------------------------------ */
+
+static void
+free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
+{
+  drop_graph(s);
+  if (s->stream)
+    cudaStreamDestroy(s->stream);
+  cudaEvent_t *events[] = { &s->ev_start, &s->ev_h2d, &s->ev_mlp, &s->ev_d2h, &s->ev_done };
+  for (size_t i = 0; i < G_N_ELEMENTS(events); i++)
+    if (*events[i])
+      cudaEventDestroy(*events[i]);
+  cudaFree(s->d_in);
+  cudaFree(s->d_x);
+  cudaFree(s->d_h);
+  cudaFree(s->d_out);
+  cudaFree(s->workspace);
+  pp_host_free(s->staging_in, frame_bytes, true);
+  pp_host_free(s->staging_out, out_bytes, true);
+  memset(s, 0, sizeof *s);
+}
+
+static void
+free_slots(cuda_backend *b)
+{
+  for (unsigned i = 0; i < b->n_slots; i++)
+    free_slot(&b->slots[i], b->layout.frame_bytes, b->out_bytes);
+  b->n_slots = 0;
+  pp_lt_gemm_destroy(b->lt1);
+  pp_lt_gemm_destroy(b->lt2);
+  b->lt1 = b->lt2 = NULL;
+  cudaFree(b->d_koff);
+  g_free(b->h_koff);
+  b->d_koff = NULL;
+  b->h_koff = NULL;
+}
+
+static void
+free_weights(cuda_backend *b)
+{
+  float **weights[] = { &b->w0, &b->w0t, &b->b0, &b->w1, &b->w1t, &b->b1 };
+  for (size_t i = 0; i < G_N_ELEMENTS(weights); i++) {
+    cudaFree(*weights[i]);
+    *weights[i] = NULL;
+  }
+  b->model_id = 0;
+}
+
+/* Copies `count` floats to a new device buffer of `capacity` floats, the
+ * rest zero. */
+static int
+upload(cuda_backend *b, float **dst, const float *src, size_t count, size_t capacity, char **msg)
+{
+  CUDA_CHECK(cudaMalloc((void **) dst, capacity * sizeof(float)));
+  CUDA_CHECK(cudaMemsetAsync(*dst, 0, capacity * sizeof(float), b->setup_stream));
+  if (src && count)
+    CUDA_CHECK(
+        cudaMemcpyAsync(*dst, src, count * sizeof(float), cudaMemcpyHostToDevice, b->setup_stream));
+  return 0;
+}
+
+/* W [rows×cols] → Wt [cols×ld], zero-padded past `rows`. */
+static float *
+transpose_padded(const float *w, uint32_t rows, uint32_t cols, uint32_t ld)
+{
+  float *t = g_new0(float, (size_t) cols *ld);
+  for (uint32_t r = 0; r < rows; r++)
+    for (uint32_t c = 0; c < cols; c++)
+      t[(size_t) c * ld + r] = w[(size_t) r * cols + c];
+  return t;
+}
+
+static int
+load_weights(cuda_backend *b, const pp_model *m, char **msg)
+{
+  free_weights(b);
+  b->d = m->d;
+  b->o = m->o;
+  b->ldw0 = pp_cuda_pad4(m->d);
+  b->ldw1 = pp_cuda_pad4(m->o);
+  b->hidden_relu = m->hidden_relu;
+  b->has_b0 = m->b0 != NULL;
+  b->has_b1 = m->b1 != NULL;
+  float *w0t = transpose_padded(m->w0, m->d, m->k, b->ldw0);
+  float *w1t = transpose_padded(m->w1, m->o, m->d, b->ldw1);
+  int rc = upload(b, &b->w0, m->w0, (size_t) m->d * m->k, (size_t) m->d * m->k, msg);
+  if (rc == 0)
+    rc = upload(b, &b->w0t, w0t, (size_t) m->k * b->ldw0, (size_t) m->k * b->ldw0, msg);
+  if (rc == 0)
+    rc = upload(b, &b->b0, m->b0, m->b0 ? m->d : 0, b->ldw0, msg);
+  if (rc == 0)
+    rc = upload(b, &b->w1, m->w1, (size_t) m->o * m->d, (size_t) m->o * m->d, msg);
+  if (rc == 0)
+    rc = upload(b, &b->w1t, w1t, (size_t) m->d * b->ldw1, (size_t) m->d * b->ldw1, msg);
+  if (rc == 0)
+    rc = upload(b, &b->b1, m->b1, m->b1 ? m->o : 0, b->ldw1, msg);
+  /* The host copies must outlive the asynchronous uploads. */
+  const cudaError_t err = cudaStreamSynchronize(b->setup_stream);
+  g_free(w0t);
+  g_free(w1t);
+  if (rc == 0 && err != cudaSuccess)
+    rc = cuda_fail(msg, "uploading the weights", err, __LINE__);
+  if (rc == 0)
+    b->model_id = m->id;
+  return rc;
+}
+
+static int
+alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
+{
+  const pp_frame_layout *l = &b->layout;
+  s->owner = b;
+  s->index = index;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+  cudaEvent_t *timing[] = { &s->ev_start, &s->ev_h2d, &s->ev_mlp, &s->ev_d2h };
+  for (size_t i = 0; i < G_N_ELEMENTS(timing); i++)
+    CUDA_CHECK(cudaEventCreate(timing[i]));
+  /* The completion waiter sleeps rather than spins on its event. */
+  CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_done, cudaEventDisableTiming | cudaEventBlockingSync));
+  if (!(s->staging_in = pp_host_alloc(l->frame_bytes, true, msg)) ||
+      !(s->staging_out = pp_host_alloc(b->out_bytes, true, msg)))
+    return -ENOMEM;
+  CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
+  if (l->kind != PP_LAYOUT_TENSOR)
+    CUDA_CHECK(cudaMalloc((void **) &s->d_x, (size_t) l->n * l->k * sizeof(float)));
+  CUDA_CHECK(cudaMalloc((void **) &s->d_h, (size_t) l->n * b->ldw0 * sizeof(float)));
+  CUDA_CHECK(cudaMalloc((void **) &s->d_out, b->out_bytes));
+  CUDA_CHECK(cudaMalloc(&s->workspace, LT_WORKSPACE_BYTES));
+  s->x = pp_cuda_a_for_layout(l, b->h_koff, s->d_in, b->d_koff);
+  s->h = (pp_cuda_a){ .kind = PP_A_F32, .data = s->d_h, .ld = b->ldw0 };
+  return 0;
+}
+
+/* Random frame bytes in slot 0, so timing never runs on zeros. */
+static int
+fill_random_frame(cuda_backend *b, char **msg)
+{
+  cuda_slot *s = &b->slots[0];
+  GRand *rng = g_rand_new_with_seed(2026);
+  if (b->layout.kind == PP_LAYOUT_TENSOR) {
+    float *f = s->staging_in;
+    for (size_t i = 0; i < b->layout.frame_bytes / sizeof(float); i++)
+      f[i] = (float) g_rand_double_range(rng, -1, 1);
+  } else {
+    uint8_t *bytes = s->staging_in;
+    for (size_t i = 0; i < b->layout.frame_bytes; i++)
+      bytes[i] = (uint8_t) g_rand_int(rng);
+  }
+  g_rand_free(rng);
+  CUDA_CHECK(cudaMemcpyAsync(s->d_in, s->staging_in, b->layout.frame_bytes, cudaMemcpyHostToDevice,
+                             s->stream));
+  CUDA_CHECK(cudaStreamSynchronize(s->stream));
+  return 0;
+}
+
+static bool
+path_fits(cuda_backend *b, pp_cuda_path path)
+{
+  switch (path) {
+    case PP_PATH_FUSED:
+      return b->o == 1 && b->fused_tile != PP_N_FUSED_TILES;
+    case PP_PATH_CUBLAS:
+      return b->lt1 && (b->o <= PP_ROWDOT_MAX_O || b->lt2);
+    default:
+      return true;
+  }
+}
+
+/* Median MLP time of `path` on slot 0, in microseconds. */
+static int
+time_path(cuda_backend *b, pp_cuda_path path, unsigned reps, double *us, char **msg)
+{
+  cuda_slot *s = &b->slots[0];
+  float *samples = g_new(float, reps);
+  int rc = 0;
+  for (unsigned i = 0; i < 3 && rc == 0; i++)
+    rc = run_mlp(b, s, path, s->stream, msg);
+  for (unsigned i = 0; i < reps && rc == 0; i++) {
+    cudaError_t err = pp_cuda_spin(s->stream, TIMING_LEAD_US);
+    if (err == cudaSuccess)
+      err = cudaEventRecord(s->ev_h2d, s->stream);
+    if (err != cudaSuccess)
+      rc = cuda_fail(msg, "cudaEventRecord", err, __LINE__);
+    if (rc == 0)
+      rc = run_mlp(b, s, path, s->stream, msg);
+    if (rc == 0 && cudaEventRecord(s->ev_mlp, s->stream) == cudaSuccess &&
+        cudaEventSynchronize(s->ev_mlp) == cudaSuccess)
+      cudaEventElapsedTime(&samples[i], s->ev_h2d, s->ev_mlp);
+  }
+  if (rc == 0) {
+    /* Insertion sort: a handful of samples. */
+    for (unsigned i = 1; i < reps; i++)
+      for (unsigned j = i; j > 0 && samples[j] < samples[j - 1]; j--) {
+        const float t = samples[j];
+        samples[j] = samples[j - 1];
+        samples[j - 1] = t;
+      }
+    *us = samples[reps / 2] * 1000.0;
+  }
+  g_free(samples);
+  return rc;
+}
+
+static int
+plan_cublas(cuda_backend *b, char **msg)
+{
+  cuda_slot *s = &b->slots[0];
+  const pp_frame_layout *l = &b->layout;
+  const bool tf32 = b->precision == PP_PRECISION_TF32;
+  const float *x = l->kind == PP_LAYOUT_TENSOR ? s->d_in : s->d_x;
+  if (l->kind != PP_LAYOUT_TENSOR)
+    CUDA_CHECK(pp_cuda_convert(s->stream, &s->x, l->n, l->k, s->d_x, l->k));
+  BLAS_CHECK(pp_lt_gemm_plan(b->lt, l->n, l->k, b->d, l->k, b->ldw0, b->has_b0 ? b->b0 : NULL,
+                             b->hidden_relu, tf32, LT_WORKSPACE_BYTES, s->stream, x, b->w0, s->d_h,
+                             s->workspace, &b->lt1));
+  if (b->o > PP_ROWDOT_MAX_O)
+    BLAS_CHECK(pp_lt_gemm_plan(b->lt, l->n, b->d, b->o, b->ldw0, b->o, b->has_b1 ? b->b1 : NULL,
+                               true, tf32, LT_WORKSPACE_BYTES, s->stream, s->d_h, b->w1, s->d_out,
+                               s->workspace, &b->lt2));
+  return 0;
+}
+
+static int
+choose_path(cuda_backend *b, char **msg)
+{
+  const char *forced = g_getenv("PINGPONG_CUDA_PATH");
+  if (forced && *forced) {
+    for (int p = 0; p < PP_N_PATHS; p++) {
+      if (strcmp(forced, path_names[p]) == 0) {
+        if (!path_fits(b, p)) {
+          *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s does not fit these shapes", forced);
+          return -EINVAL;
+        }
+        b->path = p;
+        return 0;
+      }
+    }
+    *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s is not one of fused, own, own64, cublas", forced);
+    return -EINVAL;
+  }
+  double best = -1;
+  for (int p = 0; p < PP_N_PATHS; p++) {
+    double us;
+    if (!path_fits(b, p))
+      continue;
+    const int rc = time_path(b, p, TUNE_REPS, &us, msg);
+    if (rc < 0)
+      return rc;
+    if (best < 0 || us < best) {
+      best = us;
+      b->path = p;
+    }
+  }
+  return 0;
+}
+
+/* PINGPONG_CUDA_TRACE: what one frame's launch costs the CPU here, back to
+ * back and with the GPU idle in between, to set against what it costs in
+ * the pipeline (printed at destroy). */
+static void
+probe_launch_cost(cuda_backend *b)
+{
+  cuda_slot *s = &b->slots[0];
+  for (int idle = 0; idle < 2; idle++) {
+    double total = 0;
+    for (int i = 0; i < 32; i++) {
+      const int64_t t0 = pp_now_ns();
+      cudaError_t err = s->exec ? cudaGraphLaunch(s->exec, s->stream) : cudaSuccess;
+      total += (pp_now_ns() - t0) / 1000.0;
+      if (err != cudaSuccess || idle)
+        cudaStreamSynchronize(s->stream);
+    }
+    cudaStreamSynchronize(s->stream);
+    g_printerr("pingpong cuda probe: graph launch %.2f µs (%s) [%s]\n", total / 32,
+               idle ? "GPU idle before each" : "back to back", path_names[b->path]);
+  }
+}
+
+static int
+cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
+               unsigned n_slots, char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  if (layout->k != model->k) {
+    *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, model->k);
+    return -EINVAL;
+  }
+  CUDA_CHECK(cudaSetDevice(b->device));
+  cuda_sync(base);
+  free_slots(b);
+  int rc = 0;
+  if (b->model_id != model->id && (rc = load_weights(b, model, msg)) < 0)
+    return rc;
+
+  b->layout = *layout;
+  b->out_bytes = (size_t) layout->n * b->o * sizeof(float);
+  b->fused_tile = pp_cuda_fused_tile_for(b->d);
+  if (layout->kind != PP_LAYOUT_TENSOR) {
+    b->h_koff = g_new(int32_t, layout->k);
+    pp_cuda_k_offsets(layout, b->h_koff);
+    CUDA_CHECK(cudaMalloc((void **) &b->d_koff, layout->k * sizeof(int32_t)));
+    CUDA_CHECK(cudaMemcpyAsync(b->d_koff, b->h_koff, layout->k * sizeof(int32_t),
+                               cudaMemcpyHostToDevice, b->setup_stream));
+    CUDA_CHECK(cudaStreamSynchronize(b->setup_stream));
+  }
+  for (unsigned i = 0; i < n_slots; i++) {
+    b->n_slots = i + 1;
+    if ((rc = alloc_slot(b, &b->slots[i], i, msg)) < 0)
+      goto fail;
+  }
+  if ((rc = fill_random_frame(b, msg)) < 0)
+    goto fail;
+  /* cuBLASLt is one candidate among ours; if it cannot plan these shapes
+   * the others remain. */
+  char *lt_error = NULL;
+  if (plan_cublas(b, &lt_error) < 0) {
+    pp_lt_gemm_destroy(b->lt1);
+    b->lt1 = NULL;
+  }
+  g_free(lt_error);
+  if ((rc = choose_path(b, msg)) < 0)
+    goto fail;
+
+  const bool graphs = b->use_graphs;
+  for (unsigned i = 0; i < n_slots && graphs; i++) {
+    char *why = NULL;
+    if (capture_graph(b, &b->slots[i], &why) < 0) {
+      g_warning("slot %u runs without a CUDA graph: %s", i, why);
+      g_free(why);
+    }
+  }
+  if (b->trace)
+    probe_launch_cost(b);
+  g_snprintf(b->description, sizeof b->description, "%s%s, %s, %s%s", path_names[b->path],
+             b->path == PP_PATH_FUSED  ? ""
+             : b->o <= PP_ROWDOT_MAX_O ? "+rowdot"
+                                       : "",
+             b->slots[0].x.kind == PP_A_U8_VEC4     ? "u8x4 loads"
+             : b->slots[0].x.kind == PP_A_U8_GATHER ? "u8 gather"
+                                                    : "f32 loads",
+             b->completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread",
+             b->slots[0].exec ? ", graphs" : "");
+  return 0;
+
+fail:
+  free_slots(b);
+  return rc;
+}
+
+static void
+cuda_destroy(pp_backend *base)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  if (b->trace && b->trace_frames) {
+    const double n = b->trace_frames;
+    g_printerr("pingpong cuda submit, mean µs over %" G_GUINT64_FORMAT " frames: staging %.2f, "
+               "upload %.2f, MLP %.2f, download + completion %.2f, total %.2f [%s]\n",
+               b->trace_frames, b->trace_us[0] / n, b->trace_us[1] / n, b->trace_us[2] / n,
+               b->trace_us[3] / n, b->trace_us[4] / n, b->description);
+  }
+  cudaSetDevice(b->device);
+  cuda_sync(base);
+  g_mutex_lock(&b->lock);
+  b->quit = true;
+  g_cond_broadcast(&b->wake);
+  g_mutex_unlock(&b->lock);
+  if (b->waiter)
+    g_thread_join(b->waiter);
+  free_slots(b);
+  free_weights(b);
+  if (b->lt)
+    cublasLtDestroy(b->lt);
+  if (b->setup_stream)
+    cudaStreamDestroy(b->setup_stream);
+  g_mutex_clear(&b->lock);
+  g_cond_clear(&b->wake);
+  g_free(b);
+}
+
+static const pp_backend_ops cuda_ops = {
+  .abi = PP_BACKEND_ABI,
+  .name = "cuda",
+  .configure = cuda_configure,
+  .submit = cuda_submit,
+  .finish = cuda_finish,
+  .sync = cuda_sync,
+  .destroy = cuda_destroy,
+  .poll = cuda_poll,
+  .describe = cuda_describe,
+};
+
+static int
+open_device(cuda_backend *b, int device, char **msg)
+{
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    *msg = g_strdup_printf("no CUDA device: %s",
+                           err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    return -ENODEV;
+  }
+  if (device < 0 || device >= count) {
+    *msg = g_strdup_printf("device-id is %d but there %s %d CUDA device%s", device,
+                           count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
+    return -ENODEV;
+  }
+  CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaFree(0)); /* creates the context now, not on the first frame */
+  CUDA_CHECK(cudaStreamCreateWithFlags(&b->setup_stream, cudaStreamNonBlocking));
+  BLAS_CHECK(cublasLtCreate(&b->lt));
+  return 0;
+}
+
+int
+pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg)
+{
+  cuda_backend *b = g_new0(cuda_backend, 1);
+  b->base.ops = &cuda_ops;
+  b->device = opts->device_id;
+  b->precision = opts->precision;
+  b->completion = opts->completion;
+  const char *graphs = g_getenv("PINGPONG_CUDA_GRAPHS");
+  b->use_graphs = !graphs || strcmp(graphs, "0") != 0;
+  b->trace = g_strcmp0(g_getenv("PINGPONG_CUDA_TRACE"), "1") == 0;
+  g_mutex_init(&b->lock);
+  g_cond_init(&b->wake);
+  g_queue_init(&b->pending);
+  const int rc = open_device(b, opts->device_id, msg);
+  if (rc < 0) {
+    if (b->lt)
+      cublasLtDestroy(b->lt);
+    if (b->setup_stream)
+      cudaStreamDestroy(b->setup_stream);
+    g_mutex_clear(&b->lock);
+    g_cond_clear(&b->wake);
+    g_free(b);
+    return rc;
+  }
+  if (b->completion == PP_COMPLETION_EVENT_THREAD)
+    b->waiter = g_thread_new("pp-cuda-wait", waiter_main, b);
+  *out = &b->base;
+  return 0;
+}
+
+/* ---- for the benchmark ------------------------------------------------------- */
+
+static double
+median(double *v, unsigned n)
+{
+  for (unsigned i = 1; i < n; i++)
+    for (unsigned j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      const double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v[n / 2];
+}
+
+/* One stage alone, `reps` times: 0 = upload, 1 = MLP, 2 = download. */
+static int
+time_stage(cuda_backend *b, int stage, const void *input, float *output, unsigned reps, double *us,
+           char **msg)
+{
+  cuda_slot *s = &b->slots[0];
+  g_autofree double *samples = g_new(double, reps);
+  int rc = 0;
+  for (unsigned i = 0; i < reps + 2 && rc == 0; i++) {
+    CUDA_CHECK(pp_cuda_spin(s->stream, TIMING_LEAD_US));
+    CUDA_CHECK(cudaEventRecord(s->ev_start, s->stream));
+    if (stage == 0)
+      CUDA_CHECK(cudaMemcpyAsync(s->d_in, input, b->layout.frame_bytes, cudaMemcpyHostToDevice,
+                                 s->stream));
+    else if (stage == 1)
+      rc = run_mlp(b, s, b->path, s->stream, msg);
+    else
+      CUDA_CHECK(
+          cudaMemcpyAsync(output, s->d_out, b->out_bytes, cudaMemcpyDeviceToHost, s->stream));
+    CUDA_CHECK(cudaEventRecord(s->ev_h2d, s->stream));
+    CUDA_CHECK(cudaEventSynchronize(s->ev_h2d));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, s->ev_start, s->ev_h2d));
+    if (i >= 2) /* two warm-up runs */
+      samples[i - 2] = ms * 1000.0;
+  }
+  if (rc == 0)
+    *us = median(samples, reps);
+  return rc;
+}
+
+int
+pp_cuda_time_stages(pp_backend *base, const void *input, float *output, unsigned reps,
+                    pp_cuda_stage_times *out, char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  if (b->n_slots == 0 || reps == 0) {
+    *msg = g_strdup("the backend is not configured");
+    return -EINVAL;
+  }
+  CUDA_CHECK(cudaSetDevice(b->device));
+  cuda_sync(base);
+  int rc = time_stage(b, 0, input, output, reps, &out->h2d_us, msg);
+  if (rc == 0)
+    rc = time_stage(b, 1, input, output, reps, &out->mlp_us, msg);
+  if (rc == 0)
+    rc = time_stage(b, 2, input, output, reps, &out->d2h_us, msg);
+  return rc;
+}
+
+int
+pp_cuda_time_paths(pp_backend *base, unsigned reps, double us[PP_N_PATHS], char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  if (b->n_slots == 0 || reps == 0) {
+    *msg = g_strdup("the backend is not configured");
+    return -EINVAL;
+  }
+  CUDA_CHECK(cudaSetDevice(b->device));
+  cuda_sync(base);
+  for (int p = 0; p < PP_N_PATHS; p++) {
+    us[p] = -1;
+    if (path_fits(b, p)) {
+      const int rc = time_path(b, p, reps, &us[p], msg);
+      if (rc < 0)
+        return rc;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,37 @@
+/* What the CUDA backend offers beyond pp_backend_ops: stage timings for the
+ * benchmark, and the names of its MLP paths. */
+#ifndef PP_BACKEND_CUDA_H
+#define PP_BACKEND_CUDA_H
+
+#include <stddef.h>
+
+#include "backend.h"
+
+/* How a frame's MLP runs on the GPU; picked at configure by timing each
+ * candidate on the real shapes, unless PINGPONG_CUDA_PATH names one. */
+typedef enum {
+  PP_PATH_FUSED,  /* one kernel for the whole MLP (O = 1, D ≤ 256) */
+  PP_PATH_OWN,    /* our GEMM (128×128 tiles), then row-dot or our GEMM */
+  PP_PATH_OWN_64, /* the same with 64×64 tiles */
+  PP_PATH_CUBLAS, /* conversion kernel + cuBLASLt GEMM with fused bias/ReLU, then row-dot or cuBLASLt */
+  PP_N_PATHS,
+} pp_cuda_path;
+
+const char *pp_cuda_path_name(pp_cuda_path path);
+
+/* Median time, in microseconds, of each stage alone on a configured CUDA
+ * backend, on its first slot's stream with CUDA events: uploading `input`
+ * (host memory, as a frame would come), the MLP, downloading the result to
+ * `output`. `reps` repetitions after a warm-up. */
+typedef struct {
+  double h2d_us, mlp_us, d2h_us;
+} pp_cuda_stage_times;
+
+int pp_cuda_time_stages(pp_backend *b, const void *input, float *output, unsigned reps,
+                        pp_cuda_stage_times *out, char **msg);
+
+/* Median time of the MLP alone on each path that suits the configured
+ * shapes (negative for the others), as the autotuner measures them. */
+int pp_cuda_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
+
+#endif

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs the command given when a CUDA device is usable, else exits 77.
+#   run-if-cuda.sh HAS_CUDA_PROGRAM COMMAND [ARGS...]
+set -euo pipefail
+"$1" || exit $?
+shift
+exec "$@"

@@ -1,0 +1,291 @@
+/* The engine on the CUDA backend: every MLP path, both completion modes,
+ * with and without CUDA graphs, pinned and unpinned frames, against the
+ * float64 reference; staging counted only for unpinned frames; flush and
+ * teardown with work in flight on the GPU. Exits 77 without a device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <glib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+#include "cpu_mlp.h"
+#include "engine.h"
+#include "frame.h"
+#include "testutil.h"
+
+static uint64_t seed;
+
+typedef struct {
+  const char *name;
+  pp_layout_kind kind;
+  pp_pixel_format format;
+  uint32_t width, height, patch; /* video; tensors: width = K, height = N */
+  uint32_t d, o;
+  pp_hidden_activation act;
+} shape;
+
+static const shape shapes[] = {
+  { "gray8 rows 300x40 D=200 O=1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 300, 40, 0, 200, 1,
+    PP_HIDDEN_RELU },
+  { "bgr patches 45x31 p=6 D=300 O=7", PP_LAYOUT_PATCHES, PP_PIXEL_BGR, 45, 31, 6, 300, 7,
+    PP_HIDDEN_NONE },
+  { "rgb patches 64x48 p=8 D=256 O=1", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 64, 48, 8, 256, 1,
+    PP_HIDDEN_NONE },
+  { "tensor 777x50 D=300 O=40", PP_LAYOUT_TENSOR, 0, 777, 50, 0, 300, 40, PP_HIDDEN_RELU },
+};
+
+#define FRAMES 9
+
+typedef struct {
+  const shape *s;
+  pp_frame_layout layout;
+  pp_model *model;
+  pp_engine *engine;
+  void *frames[FRAMES];
+  float *outputs[FRAMES];
+  bool pinned;
+} run;
+
+static void
+setup_run(run *r, const shape *s, const char *path, pp_completion completion, bool graphs,
+          bool pinned, unsigned slots)
+{
+  memset(r, 0, sizeof *r);
+  r->s = s;
+  r->pinned = pinned;
+  char *msg = NULL;
+  if (s->kind == PP_LAYOUT_TENSOR) {
+    assert_int_equal(pp_layout_for_tensor(s->height, s->width, &r->layout, &msg), 0);
+  } else {
+    const uint32_t bpp = s->format == PP_PIXEL_GRAY8 ? 1 : s->format <= PP_PIXEL_BGR ? 3 : 4;
+    assert_int_equal(pp_layout_for_video(s->format, s->width, s->height,
+                                         (s->width * bpp + 3) / 4 * 4,
+                                         s->kind == PP_LAYOUT_ROWS ? PP_MAPPING_ROWS
+                                                                   : PP_MAPPING_PATCHES,
+                                         s->patch, &r->layout, &msg),
+                     0);
+  }
+  assert_int_equal(pp_model_generate(r->layout.k, s->d, s->o, s->act, &r->model), 0);
+  g_setenv("PINGPONG_CUDA_PATH", path, TRUE);
+  g_setenv("PINGPONG_CUDA_GRAPHS", graphs ? "1" : "0", TRUE);
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = completion };
+  pp_backend *b = NULL;
+  if (pp_backend_cuda_new(&opts, &b, &msg) < 0)
+    fail_msg("%s", msg);
+  r->engine = pp_engine_new(b, NULL, NULL);
+  if (pp_engine_configure(r->engine, r->model, &r->layout, slots, &msg) < 0)
+    fail_msg("%s: %s", s->name, msg);
+  g_unsetenv("PINGPONG_CUDA_PATH");
+
+  test_rng rng;
+  test_rng_seed(&rng, seed ^ (uintptr_t) s);
+  const size_t out_bytes = (size_t) r->layout.n * s->o * sizeof(float);
+  for (int i = 0; i < FRAMES; i++) {
+    r->frames[i] = pinned ? pp_host_alloc(r->layout.frame_bytes, true, &msg)
+                          : g_malloc(r->layout.frame_bytes);
+    r->outputs[i] = pinned ? pp_host_alloc(out_bytes, true, &msg) : g_malloc(out_bytes);
+    assert_non_null(r->frames[i]);
+    if (s->kind == PP_LAYOUT_TENSOR)
+      test_rng_fill_floats(&rng, r->frames[i], r->layout.frame_bytes / 4, -1, 1);
+    else
+      test_rng_fill_bytes(&rng, r->frames[i], r->layout.frame_bytes);
+    test_poison(r->outputs[i], (size_t) r->layout.n * s->o);
+  }
+}
+
+static void
+submit(run *r, int i)
+{
+  unsigned slot;
+  char *msg = NULL;
+  assert_int_equal(pp_engine_acquire(r->engine, &slot), 0);
+  const pp_job job = { r->frames[i], r->pinned, r->outputs[i], r->pinned };
+  if (pp_engine_submit(r->engine, slot, &job, GINT_TO_POINTER(i + 1), &msg) < 0)
+    fail_msg("submit: %s", msg);
+}
+
+static void
+pop(run *r, int expect)
+{
+  pp_item item;
+  assert_int_equal(pp_engine_pop(r->engine, &item), 0);
+  assert_int_equal(item.kind, PP_ITEM_FRAME);
+  if (item.status < 0)
+    fail_msg("frame failed: %s", item.message);
+  assert_int_equal(GPOINTER_TO_INT(item.user), expect + 1);
+  pp_engine_release(r->engine, item.ticket);
+}
+
+static void
+check_outputs(run *r, const char *what)
+{
+  const size_t count = (size_t) r->layout.n * r->s->o;
+  float *x = g_new(float, (size_t) r->layout.n * r->layout.k);
+  double *ref = g_new(double, count), *mag = g_new(double, count);
+  for (int i = 0; i < FRAMES; i++) {
+    pp_cpu_gather(&r->layout, r->frames[i], x);
+    test_reference_mlp(r->model, x, r->layout.n, ref, mag);
+    const double err = test_scaled_error(r->outputs[i], ref, mag, count);
+    if (!(err <= PP_FP32_REL_TOL))
+      fail_msg("%s, frame %d: scaled error %.3e > %.0e", what, i, err, PP_FP32_REL_TOL);
+  }
+  g_free(x), g_free(ref), g_free(mag);
+}
+
+static void
+teardown_run(run *r)
+{
+  pp_engine_free(r->engine);
+  const size_t out_bytes = (size_t) r->layout.n * r->s->o * sizeof(float);
+  for (int i = 0; i < FRAMES; i++) {
+    if (r->pinned) {
+      pp_host_free(r->frames[i], r->layout.frame_bytes, true);
+      pp_host_free(r->outputs[i], out_bytes, true);
+    } else {
+      g_free(r->frames[i]);
+      g_free(r->outputs[i]);
+    }
+  }
+  pp_model_free(r->model);
+}
+
+static void
+run_all(const shape *s, const char *path, pp_completion completion, bool graphs, bool pinned,
+        unsigned slots)
+{
+  run r;
+  setup_run(&r, s, path, completion, graphs, pinned, slots);
+  for (int i = 0; i < FRAMES; i++) {
+    if (i >= (int) slots)
+      pop(&r, i - slots);
+    submit(&r, i);
+  }
+  for (int i = FRAMES - slots; i < FRAMES; i++)
+    pop(&r, i);
+  g_autofree char *what = g_strdup_printf(
+      "%s path=%s %s%s %s slots=%u [%s]", s->name, path,
+      completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread",
+      graphs ? " graphs" : "", pinned ? "pinned" : "pageable", slots,
+      pp_engine_backend_detail(r.engine));
+  check_outputs(&r, what);
+  pp_stats stats;
+  pp_engine_get_stats(r.engine, &stats);
+  assert_int_equal(stats.frames, FRAMES);
+  /* Pinned frames go to the GPU in place; the others through staging. */
+  assert_int_equal(stats.staged_inputs, pinned ? 0 : FRAMES);
+  assert_true(stats.mlp_mean_us > 0);
+  print_message("ok: %s\n", what);
+  teardown_run(&r);
+}
+
+static void
+test_every_path(void **state)
+{
+  (void) state;
+  static const char *const paths[] = { "fused", "own", "own64", "cublas" };
+  for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++)
+    for (size_t p = 0; p < G_N_ELEMENTS(paths); p++) {
+      const bool fused_fits = shapes[s].o == 1 && shapes[s].d <= 256;
+      if (p == 0 && !fused_fits)
+        continue;
+      run_all(&shapes[s], paths[p], PP_COMPLETION_HOST_FUNC, true, p % 2 == 0, 2 + p % 2);
+    }
+}
+
+static void
+test_completion_modes_and_graphs(void **state)
+{
+  (void) state;
+  for (int graphs = 0; graphs < 2; graphs++)
+    for (int mode = 0; mode < 2; mode++)
+      for (unsigned slots = 1; slots <= 4; slots += 3)
+        run_all(&shapes[0], "own", mode ? PP_COMPLETION_EVENT_THREAD : PP_COMPLETION_HOST_FUNC,
+                graphs, graphs == mode, slots);
+}
+
+static void
+test_autotune_picks_a_working_path(void **state)
+{
+  (void) state;
+  for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++)
+    run_all(&shapes[s], "", PP_COMPLETION_HOST_FUNC, true, true, 3);
+}
+
+/* Flush and teardown while the GPU still works on frames. */
+static void
+test_flush_and_teardown_in_flight(void **state)
+{
+  (void) state;
+  for (int mode = 0; mode < 2; mode++) {
+    run r;
+    setup_run(&r, &shapes[3], "own", mode ? PP_COMPLETION_EVENT_THREAD : PP_COMPLETION_HOST_FUNC,
+              true, true, 4);
+    for (int i = 0; i < 4; i++)
+      submit(&r, i);
+    pp_engine_set_flushing(r.engine, true);
+    pp_engine_flush(r.engine);
+    pp_engine_set_flushing(r.engine, false);
+    for (int i = 0; i < FRAMES; i++) {
+      if (i >= 4)
+        pop(&r, i - 4);
+      submit(&r, i);
+    }
+    for (int i = FRAMES - 4; i < FRAMES; i++)
+      pop(&r, i);
+    check_outputs(&r, "after a flush");
+    for (int i = 0; i < 4; i++)
+      submit(&r, i); /* left in flight for teardown */
+    teardown_run(&r);
+  }
+}
+
+static void
+test_device_errors(void **state)
+{
+  (void) state;
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .device_id = 99 };
+  pp_backend *b = NULL;
+  char *msg = NULL;
+  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), -ENODEV);
+  assert_non_null(strstr(msg, "device-id is 99"));
+  g_free(msg);
+  msg = NULL;
+  g_setenv("PINGPONG_CUDA_PATH", "fused", TRUE);
+  opts.device_id = 0;
+  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
+  pp_engine *e = pp_engine_new(b, NULL, NULL);
+  pp_frame_layout layout;
+  pp_model *m = NULL;
+  assert_int_equal(pp_layout_for_tensor(8, 8, &layout, &msg), 0);
+  assert_int_equal(pp_model_generate(8, 300, 1, PP_HIDDEN_NONE, &m), 0);
+  assert_int_equal(pp_engine_configure(e, m, &layout, 2, &msg), -EINVAL); /* D=300 > 256 */
+  assert_non_null(strstr(msg, "does not fit"));
+  g_free(msg);
+  g_unsetenv("PINGPONG_CUDA_PATH");
+  pp_engine_free(e);
+  pp_model_free(m);
+}
+
+int
+main(void)
+{
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    fprintf(stderr, "skipped: no CUDA device\n");
+    return 77;
+  }
+  seed = test_seed();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_every_path),
+    cmocka_unit_test(test_completion_modes_and_graphs),
+    cmocka_unit_test(test_autotune_picks_a_working_path),
+    cmocka_unit_test(test_flush_and_teardown_in_flight),
+    cmocka_unit_test(test_device_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

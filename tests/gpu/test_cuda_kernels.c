@@ -1,0 +1,510 @@
+/* Every CUDA kernel against a float64 CPU reference on fresh random inputs,
+ * its output poisoned with NaN first so an unwritten element fails, at
+ * shapes that are multiples of no tile (N=1000, K=777, D=300, O=1 and 7) and
+ * at the reference workloads' shapes.
+ *
+ * Bounds: ‖out − ref‖/‖ref‖ ≤ 1e-5 for FP32 without a final ReLU; with one,
+ * the same norm over the magnitude of the sums (testutil.h); TF32 (cuBLASLt):
+ * ≤ 5e-3, its 10-bit mantissa rounding each input once (unit roundoff 4.9e-4).
+ * Exits 77 without a CUDA device. PP_GPU_QUICK=1 (set under
+ * compute-sanitizer) keeps only the small shapes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <glib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_mlp.h"
+#include "cublas_reference.h"
+#include "cuda_kernels.h"
+#include "frame.h"
+#include "gemm_cublaslt.h"
+#include "testutil.h"
+
+#define TF32_REL_TOL 5e-3
+
+static uint64_t seed;
+static cudaStream_t stream;
+static bool quick;
+
+#define CHECK_CUDA(call)                                                                           \
+  do {                                                                                             \
+    const cudaError_t err_ = (call);                                                               \
+    if (err_ != cudaSuccess)                                                                       \
+      fail_msg("%s: %s", #call, cudaGetErrorString(err_));                                         \
+  } while (0)
+
+static void *
+device_copy(const void *host, size_t bytes)
+{
+  void *d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, bytes ? bytes : 4));
+  if (host && bytes)
+    CHECK_CUDA(cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, stream));
+  return d;
+}
+
+/* A device buffer of n floats, all NaN (0xFF bytes). */
+static float *
+device_poisoned(size_t n)
+{
+  float *d = device_copy(NULL, n * sizeof(float));
+  CHECK_CUDA(cudaMemsetAsync(d, 0xFF, n * sizeof(float), stream));
+  return d;
+}
+
+static float *
+host_result(const float *d, size_t n)
+{
+  float *h = g_new(float, n);
+  CHECK_CUDA(cudaMemcpyAsync(h, d, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  return h;
+}
+
+/* An input X as the kernels read it, and the same X as floats for the
+ * reference. */
+typedef struct {
+  pp_frame_layout layout;
+  pp_cuda_a a;
+  float *x;              /* host, n×k */
+  void *d_frame;         /* device */
+  int32_t *h_koff, *d_koff;
+} input;
+
+static input
+make_input(test_rng *rng, pp_layout_kind kind, pp_pixel_format format, uint32_t n, uint32_t k,
+           uint32_t patch)
+{
+  input in = { 0 };
+  char *msg = NULL;
+  if (kind == PP_LAYOUT_TENSOR) {
+    assert_int_equal(pp_layout_for_tensor(n, k, &in.layout, &msg), 0);
+    in.x = g_new(float, (size_t) n * k);
+    test_rng_fill_floats(rng, in.x, (size_t) n * k, -1, 1);
+    in.d_frame = device_copy(in.x, (size_t) n * k * sizeof(float));
+  } else {
+    /* n and k describe X; find a frame that gives them. */
+    const uint32_t channels = pp_pixel_channels(format);
+    uint32_t width, height;
+    if (kind == PP_LAYOUT_ROWS) {
+      width = k / channels;
+      height = n;
+    } else {
+      width = (uint32_t) (sqrt((double) n) + 0.5) * patch + patch / 2; /* a ragged edge */
+      height = n / (width / patch) * patch + 1;
+    }
+    const uint32_t stride = ((width * (format == PP_PIXEL_GRAY8 ? 1 : format <= PP_PIXEL_BGR ? 3 : 4)) + 3) / 4 * 4;
+    const pp_mapping mapping = kind == PP_LAYOUT_ROWS ? PP_MAPPING_ROWS : PP_MAPPING_PATCHES;
+    assert_int_equal(
+        pp_layout_for_video(format, width, height, stride, mapping, patch, &in.layout, &msg), 0);
+    uint8_t *frame = g_malloc(in.layout.frame_bytes);
+    test_rng_fill_bytes(rng, frame, in.layout.frame_bytes);
+    in.x = g_new(float, (size_t) in.layout.n * in.layout.k);
+    pp_cpu_gather(&in.layout, frame, in.x);
+    in.d_frame = device_copy(frame, in.layout.frame_bytes);
+    g_free(frame);
+  }
+  in.h_koff = g_new(int32_t, in.layout.k);
+  if (kind != PP_LAYOUT_TENSOR) {
+    pp_cuda_k_offsets(&in.layout, in.h_koff);
+    in.d_koff = device_copy(in.h_koff, in.layout.k * sizeof(int32_t));
+  }
+  in.a = pp_cuda_a_for_layout(&in.layout, in.h_koff, in.d_frame, in.d_koff);
+  return in;
+}
+
+static void
+free_input(input *in)
+{
+  g_free(in->x);
+  g_free(in->h_koff);
+  cudaFree(in->d_frame);
+  cudaFree(in->d_koff);
+}
+
+/* Wt (k×ldw, zero-padded) from W (n×k). */
+static float *
+transposed(const float *w, uint32_t n, uint32_t k, uint32_t ldw)
+{
+  float *t = g_new0(float, (size_t) k * ldw);
+  for (uint32_t r = 0; r < n; r++)
+    for (uint32_t c = 0; c < k; c++)
+      t[(size_t) c * ldw + r] = w[(size_t) r * k + c];
+  return t;
+}
+
+/* C = act(X·Wᵀ + b) in double, and the magnitude of each sum. */
+static void
+reference_linear(const float *x, uint32_t m, uint32_t k, const float *w, const float *bias,
+                 uint32_t n, bool relu, double *out, double *mag)
+{
+  for (uint32_t r = 0; r < m; r++)
+    for (uint32_t c = 0; c < n; c++) {
+      double sum = bias ? bias[c] : 0, abs_sum = bias ? fabs(bias[c]) : 0;
+      const float *xr = x + (size_t) r * k, *wr = w + (size_t) c * k;
+      for (uint32_t i = 0; i < k; i++) {
+        sum += (double) xr[i] * wr[i];
+        abs_sum += fabs((double) xr[i] * wr[i]);
+      }
+      out[(size_t) r * n + c] = relu && sum < 0 ? 0 : sum;
+      mag[(size_t) r * n + c] = abs_sum;
+    }
+}
+
+static void
+expect_close(const char *what, const float *got, const double *ref, const double *mag, size_t n,
+             bool scaled, double tol)
+{
+  const double err = scaled ? test_scaled_error(got, ref, mag, n) : test_relative_error(got, ref, n);
+  print_message("%-52s error %.2e (bound %.0e)\n", what, err, tol);
+  if (!(err <= tol))
+    fail_msg("%s: error %.3e > %.0e", what, err, tol);
+}
+
+/* ---- GEMM ------------------------------------------------------------------ */
+
+static void
+check_gemm(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
+           uint32_t m, uint32_t k, uint32_t n, uint32_t patch, bool bias, bool relu,
+           pp_gemm_tile tile)
+{
+  input in = make_input(rng, kind, format, m, k, patch);
+  m = in.layout.n;
+  k = in.layout.k;
+  float *w = g_new(float, (size_t) n * k), *b = g_new(float, n);
+  test_rng_fill_floats(rng, w, (size_t) n * k, -1, 1);
+  test_rng_fill_floats(rng, b, n, -1, 1);
+  const uint32_t ldw = pp_cuda_pad4(n), ldc = n + 3; /* a ragged ldc too */
+  float *wt = transposed(w, n, k, ldw);
+  float *d_wt = device_copy(wt, (size_t) k * ldw * sizeof(float));
+  float *d_b = device_copy(b, n * sizeof(float));
+  float *d_c = device_poisoned((size_t) m * ldc);
+  CHECK_CUDA(pp_cuda_gemm(stream, &in.a, m, k, d_wt, ldw, bias ? d_b : NULL, n, relu, d_c, ldc,
+                          tile));
+  float *c = host_result(d_c, (size_t) m * ldc);
+  float *packed = g_new(float, (size_t) m * n);
+  for (uint32_t r = 0; r < m; r++)
+    memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
+  double *ref = g_new(double, (size_t) m * n), *mag = g_new(double, (size_t) m * n);
+  reference_linear(in.x, m, k, w, bias ? b : NULL, n, relu, ref, mag);
+  g_autofree char *what = g_strdup_printf("gemm %s %u×%u×%u %s%s tile%d", name, m, k, n,
+                                          bias ? "+bias" : "", relu ? "+relu" : "", tile);
+  expect_close(what, packed, ref, mag, (size_t) m * n, relu, PP_FP32_REL_TOL);
+  g_free(w), g_free(b), g_free(wt), g_free(c), g_free(packed), g_free(ref), g_free(mag);
+  cudaFree(d_wt), cudaFree(d_b), cudaFree(d_c);
+  free_input(&in);
+}
+
+static void
+test_gemm(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed);
+  for (int tile = 0; tile < PP_N_GEMM_TILES; tile++) {
+    check_gemm(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 300, 0, true, false, tile);
+    check_gemm(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 7, 0, false, true, tile);
+    check_gemm(&rng, "gray8 rows", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 1000, 776, 300, 0, true, true,
+               tile);
+    check_gemm(&rng, "bgr patches (gather)", PP_LAYOUT_PATCHES, PP_PIXEL_BGR, 300, 0, 33, 7, true,
+               false, tile);
+    check_gemm(&rng, "rgbx rows (gather)", PP_LAYOUT_ROWS, PP_PIXEL_RGBX, 100, 777, 65, 0, true,
+               true, tile);
+    check_gemm(&rng, "rgb patches (u8x4)", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 500, 0, 256, 8, true,
+               true, tile);
+  }
+  if (quick)
+    return;
+  check_gemm(&rng, "seed layer 1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 1024, 1024, 1024, 0, true,
+             false, PP_TILE_128x128);
+  check_gemm(&rng, "tiny layer 1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, true, false,
+             PP_TILE_64x64);
+  check_gemm(&rng, "balanced layer 1", PP_LAYOUT_TENSOR, 0, 4096, 256, 1024, 0, true, false,
+             PP_TILE_128x128);
+  check_gemm(&rng, "balanced layer 2", PP_LAYOUT_TENSOR, 0, 4096, 1024, 256, 0, true, true,
+             PP_TILE_128x128);
+}
+
+/* ---- the fused MLP and the row-dot layer 2 ------------------------------------ */
+
+static pp_model *
+random_model(test_rng *rng, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu, bool bias)
+{
+  pp_model *m = NULL;
+  assert_int_equal(pp_model_generate(k, d, o, hidden_relu ? PP_HIDDEN_RELU : PP_HIDDEN_NONE, &m),
+                   0);
+  /* Fresh values each run, wider biases so they matter. */
+  test_rng_fill_floats(rng, m->w0, (size_t) d * k, -0.2f, 0.2f);
+  test_rng_fill_floats(rng, m->w1, (size_t) o * d, -0.2f, 0.2f);
+  test_rng_fill_floats(rng, m->b0, d, -0.5f, 0.5f);
+  test_rng_fill_floats(rng, m->b1, o, -0.5f, 0.5f);
+  if (!bias) {
+    g_clear_pointer(&m->b0, g_free);
+    g_clear_pointer(&m->b1, g_free);
+  }
+  return m;
+}
+
+static void
+check_fused(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
+            uint32_t n, uint32_t k, uint32_t d, uint32_t patch, bool hidden_relu, bool bias)
+{
+  input in = make_input(rng, kind, format, n, k, patch);
+  n = in.layout.n;
+  k = in.layout.k;
+  pp_model *m = random_model(rng, k, d, 1, hidden_relu, bias);
+  const uint32_t ldw = pp_cuda_pad4(d);
+  float *w0t = transposed(m->w0, d, k, ldw);
+  float *d_w0t = device_copy(w0t, (size_t) k * ldw * sizeof(float));
+  float *d_b0 = bias ? device_copy(m->b0, d * sizeof(float)) : NULL;
+  float *d_w1 = device_copy(m->w1, d * sizeof(float));
+  float *d_b1 = bias ? device_copy(m->b1, sizeof(float)) : NULL;
+  float *d_y = device_poisoned(n);
+  CHECK_CUDA(pp_cuda_mlp_fused(stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden_relu, d_w1, d_b1,
+                               d_y, pp_cuda_fused_tile_for(d)));
+  float *y = host_result(d_y, n);
+  double *ref = g_new(double, n), *mag = g_new(double, n);
+  test_reference_mlp(m, in.x, n, ref, mag);
+  g_autofree char *what =
+      g_strdup_printf("fused mlp %s %u×%u→%u→1%s", name, n, k, d, hidden_relu ? " relu" : "");
+  expect_close(what, y, ref, mag, n, true, PP_FP32_REL_TOL);
+  g_free(w0t), g_free(y), g_free(ref), g_free(mag);
+  cudaFree(d_w0t), cudaFree(d_b0), cudaFree(d_w1), cudaFree(d_b1), cudaFree(d_y);
+  pp_model_free(m);
+  free_input(&in);
+}
+
+static void
+test_fused_mlp(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 1);
+  check_fused(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 200, 0, true, true);
+  check_fused(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 61, 0, false, false);
+  check_fused(&rng, "bgra rows", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 333, 300, 100, 0, true, true);
+  if (quick)
+    return;
+  check_fused(&rng, "tiny", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, false, true);
+  check_fused(&rng, "hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 256, 8, false, true);
+}
+
+static void
+check_rowdot(test_rng *rng, uint32_t n, uint32_t d, uint32_t o, uint32_t ldh)
+{
+  float *h = g_new(float, (size_t) n * ldh), *w = g_new(float, (size_t) o * d), *b = g_new(float, o);
+  test_rng_fill_floats(rng, h, (size_t) n * ldh, -1, 1);
+  test_rng_fill_floats(rng, w, (size_t) o * d, -1, 1);
+  test_rng_fill_floats(rng, b, o, -1, 1);
+  float *d_h = device_copy(h, (size_t) n * ldh * sizeof(float));
+  float *d_w = device_copy(w, (size_t) o * d * sizeof(float));
+  float *d_b = device_copy(b, o * sizeof(float));
+  float *d_y = device_poisoned((size_t) n * o);
+  CHECK_CUDA(pp_cuda_rowdot(stream, d_h, n, d, ldh, d_w, d_b, o, d_y));
+  float *y = host_result(d_y, (size_t) n * o);
+  /* The reference reads H row by row with stride ldh. */
+  float *hp = g_new(float, (size_t) n * d);
+  for (uint32_t r = 0; r < n; r++)
+    memcpy(hp + (size_t) r * d, h + (size_t) r * ldh, d * sizeof(float));
+  double *ref = g_new(double, (size_t) n * o), *mag = g_new(double, (size_t) n * o);
+  reference_linear(hp, n, d, w, b, o, true, ref, mag);
+  g_autofree char *what = g_strdup_printf("rowdot %u×%u→%u (ldh %u)", n, d, o, ldh);
+  expect_close(what, y, ref, mag, (size_t) n * o, true, PP_FP32_REL_TOL);
+  g_free(h), g_free(w), g_free(b), g_free(y), g_free(hp), g_free(ref), g_free(mag);
+  cudaFree(d_h), cudaFree(d_w), cudaFree(d_b), cudaFree(d_y);
+}
+
+static void
+test_rowdot(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 2);
+  check_rowdot(&rng, 1000, 300, 1, 300);
+  check_rowdot(&rng, 1000, 300, 7, 300);
+  check_rowdot(&rng, 999, 301, 7, 304);
+  check_rowdot(&rng, 100, 64, 32, 64);
+  if (!quick)
+    check_rowdot(&rng, 1024, 1024, 1, 1024);
+}
+
+/* ---- element-wise --------------------------------------------------------------- */
+
+static void
+test_convert_and_bias_act(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 3);
+  const struct {
+    pp_layout_kind kind;
+    pp_pixel_format format;
+    uint32_t n, k, patch;
+  } cases[] = {
+    { PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 37, 64, 0 },  { PP_LAYOUT_ROWS, PP_PIXEL_BGR, 20, 99, 0 },
+    { PP_LAYOUT_PATCHES, PP_PIXEL_RGBA, 30, 0, 5 }, { PP_LAYOUT_TENSOR, 0, 17, 33, 0 },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    input in = make_input(&rng, cases[i].kind, cases[i].format, cases[i].n, cases[i].k,
+                          cases[i].patch);
+    const size_t count = (size_t) in.layout.n * in.layout.k;
+    float *d_x = device_poisoned(count);
+    CHECK_CUDA(pp_cuda_convert(stream, &in.a, in.layout.n, in.layout.k, d_x, in.layout.k));
+    float *x = host_result(d_x, count);
+    assert_memory_equal(x, in.x, count * sizeof(float)); /* exactly x/255 */
+    g_free(x);
+    cudaFree(d_x);
+    free_input(&in);
+  }
+
+  const uint32_t m = 33, n = 70, ldc = 72;
+  float *c = g_new(float, (size_t) m * ldc), *bias = g_new(float, n);
+  test_rng_fill_floats(&rng, c, (size_t) m * ldc, -1, 1);
+  test_rng_fill_floats(&rng, bias, n, -1, 1);
+  float *d_c = device_copy(c, (size_t) m * ldc * sizeof(float));
+  float *d_bias = device_copy(bias, n * sizeof(float));
+  CHECK_CUDA(pp_cuda_bias_act(stream, d_c, m, n, ldc, d_bias, true));
+  float *got = host_result(d_c, (size_t) m * ldc);
+  for (uint32_t r = 0; r < m; r++)
+    for (uint32_t col = 0; col < ldc; col++) {
+      const float before = c[r * ldc + col];
+      const float want = col < n ? fmaxf(before + bias[col], 0.f) : before; /* padding untouched */
+      assert_float_equal(got[r * ldc + col], want, 0);
+    }
+  g_free(c), g_free(bias), g_free(got);
+  cudaFree(d_c), cudaFree(d_bias);
+}
+
+static void
+test_launchers_check_shapes(void **state)
+{
+  (void) state;
+  pp_cuda_a a = { .kind = PP_A_F32, .ld = 4 };
+  float dummy[4] = { 0 };
+  assert_int_equal(pp_cuda_gemm(stream, &a, 4, 4, dummy, 2, NULL, 4, false, dummy, 4,
+                                PP_TILE_128x128),
+                   cudaErrorInvalidValue); /* ldw < pad4(n) */
+  assert_int_equal(pp_cuda_gemm(NULL, &a, 4, 4, dummy, 4, NULL, 4, false, dummy, 4,
+                                PP_TILE_128x128),
+                   cudaErrorInvalidValue); /* the default stream is refused */
+  assert_int_equal(pp_cuda_mlp_fused(stream, &a, 4, 4, dummy, 260, NULL, 257, false, dummy, NULL,
+                                     dummy, PP_FUSED_D256),
+                   cudaErrorInvalidValue); /* d > 256 */
+  assert_int_equal(pp_cuda_rowdot(stream, dummy, 4, 4, 4, dummy, NULL, 33, dummy),
+                   cudaErrorInvalidValue); /* o > 32 */
+  pp_cuda_a bytes = { .kind = PP_A_U8_GATHER };
+  assert_int_equal(pp_cuda_convert(stream, &bytes, 4, 4, dummy, 4), cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_fused_tile_for(300), PP_N_FUSED_TILES);
+}
+
+/* ---- cuBLAS paths ------------------------------------------------------------------ */
+
+static void
+check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n, bool relu,
+         bool tf32)
+{
+  float *x = g_new(float, (size_t) m * k), *w = g_new(float, (size_t) n * k), *b = g_new(float, n);
+  test_rng_fill_floats(rng, x, (size_t) m * k, -1, 1);
+  test_rng_fill_floats(rng, w, (size_t) n * k, -1, 1);
+  test_rng_fill_floats(rng, b, n, -1, 1);
+  float *d_x = device_copy(x, (size_t) m * k * sizeof(float));
+  float *d_w = device_copy(w, (size_t) n * k * sizeof(float));
+  float *d_b = device_copy(b, n * sizeof(float));
+  const uint32_t ldc = pp_cuda_pad4(n);
+  float *d_c = device_poisoned((size_t) m * ldc);
+  void *ws = device_copy(NULL, 32u << 20);
+  pp_lt_gemm *g = NULL;
+  assert_int_equal(pp_lt_gemm_plan(lt, m, k, n, k, ldc, d_b, relu, tf32, 32u << 20, stream, d_x,
+                                   d_w, d_c, ws, &g),
+                   CUBLAS_STATUS_SUCCESS);
+  CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * ldc * sizeof(float), stream));
+  assert_int_equal(pp_lt_gemm_run(g, stream, d_x, d_w, d_c, ws), CUBLAS_STATUS_SUCCESS);
+  float *c = host_result(d_c, (size_t) m * ldc);
+  float *packed = g_new(float, (size_t) m * n);
+  for (uint32_t r = 0; r < m; r++)
+    memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
+  double *ref = g_new(double, (size_t) m * n), *mag = g_new(double, (size_t) m * n);
+  reference_linear(x, m, k, w, b, n, relu, ref, mag);
+  g_autofree char *what =
+      g_strdup_printf("cublaslt %u×%u×%u%s %s", m, k, n, relu ? " relu" : "", tf32 ? "tf32" : "fp32");
+  expect_close(what, packed, ref, mag, (size_t) m * n, relu, tf32 ? TF32_REL_TOL : PP_FP32_REL_TOL);
+  pp_lt_gemm_destroy(g);
+  g_free(x), g_free(w), g_free(b), g_free(c), g_free(packed), g_free(ref), g_free(mag);
+  cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_c), cudaFree(ws);
+}
+
+static void
+test_cublas_paths(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 4);
+  cublasLtHandle_t lt;
+  assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  check_lt(&rng, lt, 1000, 777, 300, false, false);
+  check_lt(&rng, lt, 1000, 777, 7, true, false);
+  check_lt(&rng, lt, 1000, 777, 300, false, true);
+  cublasLtDestroy(lt);
+
+  /* The plain-cuBLAS reference MLP, against the CPU. */
+  cublasHandle_t blas;
+  assert_int_equal(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  const uint32_t outs[2] = { 1, 7 };
+  for (int i = 0; i < 2; i++) {
+    input in = make_input(&rng, PP_LAYOUT_ROWS, PP_PIXEL_RGB, 300, 300, 0);
+    const uint32_t n = in.layout.n, k = in.layout.k, d = 129, o = outs[i];
+    pp_model *m = random_model(&rng, k, d, o, i == 1, true);
+    pp_reference_weights w = {
+      device_copy(m->w0, (size_t) d * k * 4), device_copy(m->b0, d * 4),
+      device_copy(m->w1, (size_t) o * d * 4), device_copy(m->b1, o * 4),
+      k, d, o, m->hidden_relu,
+    };
+    float *xs = device_poisoned((size_t) n * k), *hs = device_poisoned((size_t) n * d);
+    float *d_y = device_poisoned((size_t) n * o);
+    assert_int_equal(pp_cublas_reference_mlp(blas, stream, &in.a, n, &w, false, xs, hs, d_y),
+                     CUBLAS_STATUS_SUCCESS);
+    float *y = host_result(d_y, (size_t) n * o);
+    double *ref = g_new(double, (size_t) n * o), *mag = g_new(double, (size_t) n * o);
+    test_reference_mlp(m, in.x, n, ref, mag);
+    expect_close(o == 1 ? "cublas reference mlp, O=1" : "cublas reference mlp, O=7", y, ref, mag,
+                 (size_t) n * o, true, PP_FP32_REL_TOL);
+    g_free(y), g_free(ref), g_free(mag);
+    cudaFree((void *) w.w0), cudaFree((void *) w.b0), cudaFree((void *) w.w1),
+        cudaFree((void *) w.b1);
+    cudaFree(xs), cudaFree(hs), cudaFree(d_y);
+    pp_model_free(m);
+    free_input(&in);
+  }
+  cublasDestroy(blas);
+}
+
+int
+main(void)
+{
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    fprintf(stderr, "skipped: no CUDA device\n");
+    return 77;
+  }
+  seed = test_seed();
+  quick = g_getenv("PP_GPU_QUICK") != NULL;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+    return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_gemm),
+    cmocka_unit_test(test_fused_mlp),
+    cmocka_unit_test(test_rowdot),
+    cmocka_unit_test(test_convert_and_bias_act),
+    cmocka_unit_test(test_launchers_check_shapes),
+    cmocka_unit_test(test_cublas_paths),
+  };
+  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  cudaStreamDestroy(stream);
+  return failed;
+}
