@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# On a GPU host, from the project root (see ../shared/gpu/README.md): the
+# 'gpu' test suite, the CUDA tests under compute-sanitizer (memcheck and
+# racecheck), and the benchmark. Logs go to $LOGS (default ./gpu-logs).
+#
+#   tools/gpu-check.sh [tests] [sanitize] [bench] [bench-completion]
+# With no arguments: all but bench-completion.
+set -uo pipefail
+LOGS=${LOGS:-$PWD/gpu-logs}
+BUILD=${BUILD:-build}
+mkdir -p "$LOGS"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests sanitize bench)
+export GST_PLUGIN_PATH=$PWD/$BUILD/plugins
+status=0
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    tests)
+      echo "== gpu suite"
+      meson test -C "$BUILD" --no-rebuild --print-errorlogs --suite gpu 2>&1 | tee "$LOGS/gpu-suite.log" |
+        grep -E '^ *[0-9]+/|^(Ok|Fail|Skipped|Timeout):'
+      cp "$BUILD/meson-logs/testlog.txt" "$LOGS/gpu-testlog.txt"
+      grep -q '^Fail: *0' "$LOGS/gpu-suite.log" && grep -q '^Timeout: *0' "$LOGS/gpu-suite.log" || status=1
+      ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        for t in test_cuda_kernels test_cuda_backend; do
+          echo "== compute-sanitizer --tool $tool $t"
+          PP_GPU_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            $( [ "$tool" = memcheck ] && echo --leak-check full ) \
+            "$BUILD/tests/gpu/$t" > "$LOGS/sanitize-$tool-$t.log" 2>&1
+          rc=$?
+          grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASSED|FAILED' "$LOGS/sanitize-$tool-$t.log" | tail -4
+          echo "exit $rc"
+          [ $rc -eq 0 ] || status=1
+        done
+      done
+      echo "== compute-sanitizer --tool memcheck: cudamlp element tests on the GPU"
+      PP_TEST_BACKEND=cuda G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
+        compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/elements/test_cudamlp" \
+        > "$LOGS/sanitize-memcheck-elements.log" 2>&1
+      rc=$?
+      grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/sanitize-memcheck-elements.log" | tail -3
+      echo "exit $rc"
+      [ $rc -eq 0 ] || status=1
+      ;;
+    bench)
+      echo "== benchmark"
+      "$BUILD/tools/pingpong-bench" ${BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench.md" || status=1
+      ;;
+    bench-completion)
+      echo "== benchmark, completion by host function"
+      "$BUILD/tools/pingpong-bench" --completion host-func ${BENCH_ARGS:-} 2>&1 |
+        tee "$LOGS/bench-host-func.md" || status=1
+      ;;
+    *)
+      echo "unknown step $step" >&2
+      status=2
+      ;;
+  esac
+done
+exit $status
