@@ -1,0 +1,474 @@
+#include "uring_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifdef PP_HAVE_URING
+#include <liburing.h>
+#endif
+
+/* Registered-buffer table size: more than a pool's worth of frames. */
+#define FIXED_SLOTS 64
+
+typedef struct {
+  bool busy, done;
+  void *tag;
+  uint8_t *buf;
+  size_t len, transferred;
+  uint64_t offset;
+  ssize_t result;
+  int fixed; /* registered-buffer index, or -1 */
+} request;
+
+typedef struct {
+  uint8_t *base;
+  size_t len;
+} fixed_range;
+
+struct pp_io {
+  int fd;
+  pp_io_access access;
+  bool direct;
+  uint64_t size;      /* at open */
+  uint64_t append_at; /* next offset of an append */
+  unsigned depth, in_flight;
+  request *reqs;
+  char *fallback; /* why not io_uring; NULL with it */
+#ifdef PP_HAVE_URING
+  struct io_uring ring;
+  bool ring_ready;
+  bool fixed_ready;
+#endif
+  GMutex fixed_lock;
+  fixed_range fixed[FIXED_SLOTS];
+  uint64_t fixed_transfers;
+};
+
+static int
+fail(char **msg, int err, const char *what)
+{
+  if (msg && !*msg)
+    *msg = g_strdup_printf("%s: %s", what, g_strerror(err));
+  return -err;
+}
+
+/* ---- open / close ---------------------------------------------------------- */
+
+static int
+open_file(pp_io *io, const char *path, char **msg)
+{
+  int flags = O_CLOEXEC | (io->direct ? O_DIRECT : 0);
+  flags |= io->access == PP_IO_READ    ? O_RDONLY
+           : io->access == PP_IO_WRITE ? O_WRONLY | O_CREAT | O_TRUNC
+                                       : O_WRONLY | O_CREAT;
+  io->fd = open(path, flags, 0666);
+  if (io->fd < 0) {
+    const int err = errno;
+    if (err == EINVAL && io->direct)
+      return fail(msg, err, "the file system refuses O_DIRECT");
+    return fail(msg, err, "cannot open");
+  }
+  struct stat st;
+  if (fstat(io->fd, &st) < 0)
+    return fail(msg, errno, "cannot stat");
+  if (S_ISDIR(st.st_mode))
+    return fail(msg, EISDIR, "cannot read");
+  io->size = st.st_size;
+  io->append_at = io->access == PP_IO_APPEND ? io->size : 0;
+  return 0;
+}
+
+#ifdef PP_HAVE_URING
+static int
+start_ring(pp_io *io)
+{
+  const int rc = io_uring_queue_init(io->depth, &io->ring, 0);
+  if (rc < 0)
+    return rc;
+  io->ring_ready = true;
+  /* A sparse table that pp_io_register_buffer fills slot by slot. */
+  io->fixed_ready = io_uring_register_buffers_sparse(&io->ring, FIXED_SLOTS) == 0;
+  return 0;
+}
+#endif
+
+int
+pp_io_open(const char *path, const pp_io_options *opts, pp_io **out, char **msg)
+{
+  if (opts->queue_depth < 1 || opts->queue_depth > PP_IO_MAX_DEPTH) {
+    if (msg)
+      *msg = g_strdup_printf("queue depth must be 1..%d", PP_IO_MAX_DEPTH);
+    return -EINVAL;
+  }
+  pp_io *io = g_new0(pp_io, 1);
+  io->fd = -1;
+  io->access = opts->access;
+  io->direct = opts->direct;
+  io->depth = opts->queue_depth;
+  io->reqs = g_new0(request, io->depth);
+  g_mutex_init(&io->fixed_lock);
+  int rc = open_file(io, path, msg);
+#ifdef PP_HAVE_URING
+  if (rc == 0 && opts->mode != PP_IO_SYNC) {
+    const int ring_rc = start_ring(io);
+    if (ring_rc < 0 && opts->mode == PP_IO_URING)
+      rc = fail(msg, -ring_rc, "io_uring refused");
+    else if (ring_rc < 0)
+      io->fallback = g_strdup_printf("io_uring refused (%s)", g_strerror(-ring_rc));
+  }
+#else
+  if (rc == 0 && opts->mode == PP_IO_URING)
+    rc = fail(msg, ENOTSUP, "this build has no io_uring (liburing was missing)");
+  else if (opts->mode != PP_IO_SYNC)
+    io->fallback = g_strdup("this build has no io_uring (liburing was missing)");
+#endif
+  if (rc == 0 && opts->mode == PP_IO_SYNC)
+    io->fallback = g_strdup("pread/pwrite asked for");
+  if (rc < 0) {
+    pp_io_close(io);
+    return rc;
+  }
+  *out = io;
+  return 0;
+}
+
+static int reap_one(pp_io *io);
+
+void
+pp_io_close(pp_io *io)
+{
+  if (!io)
+    return;
+  for (unsigned i = 0; i < io->depth; i++)
+    while (io->reqs[i].busy && !io->reqs[i].done)
+      if (reap_one(io) < 0)
+        break;
+#ifdef PP_HAVE_URING
+  if (io->ring_ready)
+    io_uring_queue_exit(&io->ring);
+#endif
+  if (io->fd >= 0)
+    close(io->fd);
+  g_mutex_clear(&io->fixed_lock);
+  g_free(io->reqs);
+  g_free(io->fallback);
+  g_free(io);
+}
+
+/* ---- transfers -------------------------------------------------------------- */
+
+static void
+complete(pp_io *io, request *r, ssize_t result)
+{
+  r->done = true;
+  r->result = result;
+  if (r->fixed >= 0 && result > 0)
+    io->fixed_transfers++;
+}
+
+/* pread/pwrite of what is left of `r`, retrying EINTR/EAGAIN and short
+ * transfers, up to the end of the file for reads. */
+static void
+transfer_sync(pp_io *io, request *r)
+{
+  while (r->transferred < r->len) {
+    uint8_t *p = r->buf + r->transferred;
+    const size_t n = r->len - r->transferred;
+    const off_t off = r->offset + r->transferred;
+    const ssize_t got =
+        io->access == PP_IO_READ ? pread(io->fd, p, n, off) : pwrite(io->fd, p, n, off);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (got < 0) {
+      complete(io, r, -errno);
+      return;
+    }
+    if (got == 0) /* end of file */
+      break;
+    r->transferred += got;
+    if (io->direct && r->transferred % PP_IO_DIRECT_ALIGN)
+      break; /* an O_DIRECT read short of a block met the end of the file */
+  }
+  complete(io, r, r->transferred);
+}
+
+#ifdef PP_HAVE_URING
+/* Queues what is left of `r`. */
+static int
+queue_request(pp_io *io, request *r)
+{
+  struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+  if (!sqe)
+    return -EBUSY;
+  uint8_t *p = r->buf + r->transferred;
+  const unsigned n = r->len - r->transferred;
+  const uint64_t off = r->offset + r->transferred;
+  if (io->access == PP_IO_READ) {
+    if (r->fixed >= 0)
+      io_uring_prep_read_fixed(sqe, io->fd, p, n, off, r->fixed);
+    else
+      io_uring_prep_read(sqe, io->fd, p, n, off);
+  } else {
+    if (r->fixed >= 0)
+      io_uring_prep_write_fixed(sqe, io->fd, p, n, off, r->fixed);
+    else
+      io_uring_prep_write(sqe, io->fd, p, n, off);
+  }
+  io_uring_sqe_set_data64(sqe, r - io->reqs);
+  int rc;
+  while ((rc = io_uring_submit(&io->ring)) == -EINTR)
+    ;
+  return rc < 0 ? rc : 0;
+}
+#endif
+
+/* Waits for one completion and handles it: done, or requeued for the rest
+ * (a short transfer) or again (EAGAIN, EINTR). */
+static int
+reap_one(pp_io *io)
+{
+#ifdef PP_HAVE_URING
+  if (io->ring_ready) {
+    struct io_uring_cqe *cqe;
+    const int rc = io_uring_wait_cqe(&io->ring, &cqe);
+    if (rc == -EINTR)
+      return 0;
+    if (rc < 0)
+      return rc;
+    request *r = &io->reqs[io_uring_cqe_get_data64(cqe)];
+    const int res = cqe->res;
+    io_uring_cqe_seen(&io->ring, cqe);
+    if (res < 0 && res != -EAGAIN && res != -EINTR) {
+      complete(io, r, res);
+      return 0;
+    }
+    if (res > 0)
+      r->transferred += res;
+    const bool at_end =
+        res == 0 || (io->direct && io->access == PP_IO_READ && r->transferred % PP_IO_DIRECT_ALIGN);
+    if (r->transferred == r->len || at_end) {
+      complete(io, r, r->transferred);
+      return 0;
+    }
+    /* The rest of a short transfer, or the same again after EAGAIN/EINTR. */
+    const int requeue = queue_request(io, r);
+    if (requeue < 0)
+      complete(io, r, requeue);
+    return 0;
+  }
+#endif
+  (void) io;
+  return -EINVAL; /* synchronous requests are done when submitted */
+}
+
+static int
+fixed_index_for(pp_io *io, const uint8_t *buf, size_t len)
+{
+  int index = -1;
+  g_mutex_lock(&io->fixed_lock);
+  for (int i = 0; i < FIXED_SLOTS && index < 0; i++)
+    if (io->fixed[i].base && buf >= io->fixed[i].base &&
+        buf + len <= io->fixed[i].base + io->fixed[i].len)
+      index = i;
+  g_mutex_unlock(&io->fixed_lock);
+  return index;
+}
+
+int
+pp_io_submit(pp_io *io, void *buf, size_t len, uint64_t offset, void *tag)
+{
+  if (io->in_flight == io->depth)
+    return -EBUSY;
+  if (io->access == PP_IO_APPEND) {
+    offset = io->append_at;
+    io->append_at += len;
+  }
+  if (io->direct && (((uintptr_t) buf | len | offset) % PP_IO_DIRECT_ALIGN) != 0)
+    return -EINVAL;
+  request *r = NULL;
+  for (unsigned i = 0; i < io->depth && !r; i++)
+    if (!io->reqs[i].busy)
+      r = &io->reqs[i];
+  *r = (request){ .busy = true, .tag = tag, .buf = buf, .len = len, .offset = offset, .fixed = -1 };
+  io->in_flight++;
+#ifdef PP_HAVE_URING
+  if (io->ring_ready) {
+    r->fixed = fixed_index_for(io, buf, len);
+    const int rc = queue_request(io, r);
+    if (rc < 0) {
+      r->busy = false;
+      io->in_flight--;
+    }
+    return rc;
+  }
+#endif
+  transfer_sync(io, r);
+  return 0;
+}
+
+int
+pp_io_wait(pp_io *io, void *tag, ssize_t *result)
+{
+  request *r = NULL;
+  for (unsigned i = 0; i < io->depth && !r; i++)
+    if (io->reqs[i].busy && io->reqs[i].tag == tag)
+      r = &io->reqs[i];
+  if (!r)
+    return -ENOENT;
+  while (!r->done) {
+    const int rc = reap_one(io);
+    if (rc < 0)
+      complete(io, r, rc); /* the ring itself failed: give up on this one */
+  }
+  *result = r->result;
+  r->busy = r->done = false;
+  io->in_flight--;
+  return 0;
+}
+
+unsigned
+pp_io_in_flight(const pp_io *io)
+{
+  return io->in_flight;
+}
+
+int
+pp_io_sync(pp_io *io, char **msg)
+{
+  int first_error = 0;
+  for (unsigned i = 0; i < io->depth; i++) {
+    if (!io->reqs[i].busy)
+      continue;
+    ssize_t result;
+    pp_io_wait(io, io->reqs[i].tag, &result);
+    if (result < 0 && !first_error)
+      first_error = result;
+  }
+  if (first_error < 0)
+    return fail(msg, -first_error, "a transfer failed");
+  if (io->access != PP_IO_READ && fsync(io->fd) < 0)
+    return fail(msg, errno, "fsync failed");
+  return 0;
+}
+
+uint64_t
+pp_io_file_size(pp_io *io)
+{
+  return io->size;
+}
+
+const char *
+pp_io_fallback(const pp_io *io)
+{
+  return io->fallback;
+}
+
+uint64_t
+pp_io_fixed_transfers(const pp_io *io)
+{
+  return io->fixed_transfers;
+}
+
+/* ---- registered buffers ------------------------------------------------------ */
+
+bool
+pp_io_register_buffer(pp_io *io, void *base, size_t len)
+{
+#ifdef PP_HAVE_URING
+  if (!io->ring_ready || !io->fixed_ready)
+    return false;
+  bool ok = false;
+  g_mutex_lock(&io->fixed_lock);
+  int slot = -1;
+  for (int i = 0; i < FIXED_SLOTS && !ok; i++) {
+    if (io->fixed[i].base == base && io->fixed[i].len == len)
+      ok = true;
+    else if (!io->fixed[i].base && slot < 0)
+      slot = i;
+  }
+  if (!ok && slot >= 0) {
+    struct iovec iov = { .iov_base = base, .iov_len = len };
+    __u64 tag = 0;
+    if (io_uring_register_buffers_update_tag(&io->ring, slot, &iov, &tag, 1) == 1) {
+      io->fixed[slot] = (fixed_range){ base, len };
+      ok = true;
+    }
+  }
+  g_mutex_unlock(&io->fixed_lock);
+  return ok;
+#else
+  (void) io, (void) base, (void) len;
+  return false;
+#endif
+}
+
+void
+pp_io_forget_buffer(pp_io *io, void *base)
+{
+#ifdef PP_HAVE_URING
+  g_mutex_lock(&io->fixed_lock);
+  for (int i = 0; i < FIXED_SLOTS; i++) {
+    if (io->fixed[i].base == base) {
+      /* An empty entry clears the slot; requests already using it keep the
+       * old registration until they complete. */
+      struct iovec iov = { 0 };
+      __u64 tag = 0;
+      io_uring_register_buffers_update_tag(&io->ring, i, &iov, &tag, 1);
+      io->fixed[i] = (fixed_range){ 0 };
+    }
+  }
+  g_mutex_unlock(&io->fixed_lock);
+#else
+  (void) io, (void) base;
+#endif
+}
+
+/* ---- whole files ----------------------------------------------------------------- */
+
+#define WHOLE_FILE_CHUNK (1u << 20)
+#define WHOLE_FILE_DEPTH 4
+
+int
+pp_read_whole_file(const char *path, uint8_t **bytes, size_t *len, char **msg)
+{
+  const pp_io_options opts = { .access = PP_IO_READ, .queue_depth = WHOLE_FILE_DEPTH };
+  pp_io *io = NULL;
+  int rc = pp_io_open(path, &opts, &io, msg);
+  if (rc < 0)
+    return rc;
+  const uint64_t size = pp_io_file_size(io);
+  uint8_t *buf = g_malloc(size ? size : 1);
+  uint64_t queued = 0, done = 0;
+  /* Chunks are tagged with their offset + 1, and waited for in order. */
+  while (rc == 0 && done < size) {
+    while (queued < size && pp_io_in_flight(io) < WHOLE_FILE_DEPTH) {
+      const size_t n = MIN(WHOLE_FILE_CHUNK, size - queued);
+      rc = pp_io_submit(io, buf + queued, n, queued, GSIZE_TO_POINTER(queued + 1));
+      if (rc < 0)
+        break;
+      queued += n;
+    }
+    ssize_t got;
+    if (rc == 0 && pp_io_wait(io, GSIZE_TO_POINTER(done + 1), &got) == 0) {
+      const size_t want = MIN(WHOLE_FILE_CHUNK, size - done);
+      if (got < 0)
+        rc = (int) got;
+      else if ((size_t) got < want)
+        rc = -EIO; /* the file shrank while being read */
+      done += want;
+    }
+  }
+  pp_io_close(io);
+  if (rc < 0) {
+    g_free(buf);
+    return fail(msg, -rc, "read failed");
+  }
+  *bytes = buf;
+  *len = size;
+  return 0;
+}
