@@ -1,0 +1,352 @@
+/**
+ * SECTION:element-uringsink
+ * @title: uringsink
+ *
+ * Writes buffers to a file with several io_uring writes in flight
+ * (#GstUringSink:queue-depth), straight from the buffers (held until their
+ * write completes), at consecutive offsets, so the file comes out in order.
+ * Writes are acknowledged in order: when one fails, every write before it is
+ * on disk. EOS and stopping wait for every write, and with
+ * #GstUringSink:fsync for the disk. Where io_uring is refused it writes with
+ * pwrite and warns.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=100 ! video/x-raw,format=GRAY8,width=640,height=480 ! uringsink location=frames.raw
+ * ]|
+ */
+#include "gsturingsink.h"
+
+#include <errno.h>
+
+GST_DEBUG_CATEGORY_STATIC(gst_uring_sink_debug);
+#define GST_CAT_DEFAULT gst_uring_sink_debug
+
+#define DEFAULT_QUEUE_DEPTH 8
+#define DEFAULT_APPEND FALSE
+#define DEFAULT_FSYNC FALSE
+#define DEFAULT_IO_MODE PP_IO_AUTO
+
+enum {
+  PROP_0,
+  PROP_LOCATION,
+  PROP_QUEUE_DEPTH,
+  PROP_APPEND,
+  PROP_FSYNC,
+  PROP_IO_MODE,
+  PROP_STATS,
+};
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+#define gst_uring_sink_parent_class parent_class
+G_DEFINE_TYPE(GstUringSink, gst_uring_sink, GST_TYPE_BASE_SINK);
+GST_ELEMENT_REGISTER_DEFINE(uringsink, "uringsink", GST_RANK_NONE, GST_TYPE_URING_SINK);
+
+static void
+post_write_error(GstUringSink *self, int err)
+{
+  if (err == ENOSPC)
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("No space left on the resource."),
+                      ("writing to \"%s\": %s", self->location, g_strerror(err)));
+  else
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                      ("Error while writing to file \"%s\".", self->location),
+                      ("%s", g_strerror(err)));
+}
+
+/* Waits for the oldest write in flight and lets its buffer go. */
+static GstFlowReturn
+complete_oldest(GstUringSink *self)
+{
+  GstUringWrite *w = g_queue_pop_head(&self->writes);
+  ssize_t result;
+  pp_io_wait(self->io, w, &result);
+  const gsize want = w->map.size;
+  gst_buffer_unmap(w->buffer, &w->map);
+  gst_buffer_unref(w->buffer);
+  g_free(w);
+  if (result < 0 || (gsize) result != want) {
+    post_write_error(self, result < 0 ? -result : EIO);
+    return GST_FLOW_ERROR;
+  }
+  self->stat_writes++;
+  self->stat_bytes += result;
+  return GST_FLOW_OK;
+}
+
+/* Waits for every write in flight; the first failure wins. */
+static GstFlowReturn
+complete_all(GstUringSink *self)
+{
+  GstFlowReturn flow = GST_FLOW_OK;
+  while (!g_queue_is_empty(&self->writes)) {
+    const GstFlowReturn one = complete_oldest(self);
+    if (flow == GST_FLOW_OK)
+      flow = one;
+  }
+  return flow;
+}
+
+static GstFlowReturn
+gst_uring_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  if (g_queue_get_length(&self->writes) >= self->queue_depth) {
+    const GstFlowReturn flow = complete_oldest(self);
+    if (flow != GST_FLOW_OK)
+      return flow;
+  }
+  GstUringWrite *w = g_new0(GstUringWrite, 1);
+  w->buffer = gst_buffer_ref(buffer);
+  if (!gst_buffer_map(buffer, &w->map, GST_MAP_READ)) {
+    gst_buffer_unref(buffer);
+    g_free(w);
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, (NULL), ("Cannot map a buffer."));
+    return GST_FLOW_ERROR;
+  }
+  if (w->map.size == 0) {
+    gst_buffer_unmap(buffer, &w->map);
+    gst_buffer_unref(buffer);
+    g_free(w);
+    return GST_FLOW_OK;
+  }
+  gst_pp_registrar_add(self->registrar, buffer);
+  const int rc = pp_io_submit(self->io, w->map.data, w->map.size, self->position, w);
+  if (rc < 0) {
+    gst_buffer_unmap(buffer, &w->map);
+    gst_buffer_unref(buffer);
+    g_free(w);
+    post_write_error(self, -rc);
+    return GST_FLOW_ERROR;
+  }
+  self->position += w->map.size;
+  g_queue_push_tail(&self->writes, w);
+  return GST_FLOW_OK;
+}
+
+static gboolean
+gst_uring_sink_event(GstBaseSink *bsink, GstEvent *event)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && self->io) {
+    /* EOS means the file is complete: every write, and the disk if asked. */
+    gboolean ok = complete_all(self) == GST_FLOW_OK;
+    GST_OBJECT_LOCK(self);
+    const gboolean want_fsync = self->fsync;
+    GST_OBJECT_UNLOCK(self);
+    gchar *msg = NULL;
+    if (ok && want_fsync && pp_io_sync(self->io, &msg) < 0) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SYNC,
+                        ("Error while writing to file \"%s\".", self->location), ("%s", msg));
+      ok = FALSE;
+    }
+    g_free(msg);
+    if (!ok) {
+      gst_event_unref(event);
+      return FALSE;
+    }
+  }
+  return GST_BASE_SINK_CLASS(parent_class)->event(bsink, event);
+}
+
+static gboolean
+gst_uring_sink_start(GstBaseSink *bsink)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  GST_OBJECT_LOCK(self);
+  gchar *location = g_strdup(self->location);
+  const pp_io_options opts = { .access = self->append ? PP_IO_APPEND : PP_IO_WRITE,
+                               .mode = self->io_mode,
+                               .queue_depth = self->queue_depth };
+  GST_OBJECT_UNLOCK(self);
+  if (!location || !*location) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name specified for writing."), (NULL));
+    g_free(location);
+    return FALSE;
+  }
+  gchar *msg = NULL;
+  const int rc = pp_io_open(location, &opts, &self->io, &msg);
+  if (rc < 0)
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                      ("Could not open file \"%s\" for writing.", location), ("%s", msg));
+  g_free(msg);
+  g_free(location);
+  if (rc < 0)
+    return FALSE;
+  const char *fallback = pp_io_fallback(self->io);
+  if (fallback && opts.mode == PP_IO_AUTO)
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("io_uring is not available; writing with pwrite."), ("%s", fallback));
+  self->registrar = gst_pp_registrar_new(self->io);
+  /* Appends go after what is there (pp_io places them); the rest from 0. */
+  self->position = 0;
+  self->stat_writes = self->stat_bytes = 0;
+  return TRUE;
+}
+
+static gboolean
+gst_uring_sink_stop(GstBaseSink *bsink)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  if (!self->io)
+    return TRUE;
+  complete_all(self);
+  gst_pp_registrar_detach(self->registrar);
+  g_clear_pointer(&self->registrar, gst_pp_registrar_unref);
+  g_clear_pointer(&self->io, pp_io_close);
+  return TRUE;
+}
+
+static gboolean
+gst_uring_sink_query(GstBaseSink *bsink, GstQuery *query)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_POSITION) {
+    GstFormat format;
+    gst_query_parse_position(query, &format, NULL);
+    if (format == GST_FORMAT_BYTES || format == GST_FORMAT_DEFAULT) {
+      gst_query_set_position(query, GST_FORMAT_BYTES, self->position);
+      return TRUE;
+    }
+  }
+  return GST_BASE_SINK_CLASS(parent_class)->query(bsink, query);
+}
+
+/* ---- GObject -------------------------------------------------------------------- */
+
+static void
+gst_uring_sink_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+  GstUringSink *self = GST_URING_SINK(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      g_free(self->location);
+      self->location = g_value_dup_string(value);
+      break;
+    case PROP_QUEUE_DEPTH:
+      self->queue_depth = g_value_get_uint(value);
+      break;
+    case PROP_APPEND:
+      self->append = g_value_get_boolean(value);
+      break;
+    case PROP_FSYNC:
+      self->fsync = g_value_get_boolean(value);
+      break;
+    case PROP_IO_MODE:
+      self->io_mode = g_value_get_enum(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_uring_sink_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  GstUringSink *self = GST_URING_SINK(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      g_value_set_string(value, self->location);
+      break;
+    case PROP_QUEUE_DEPTH:
+      g_value_set_uint(value, self->queue_depth);
+      break;
+    case PROP_APPEND:
+      g_value_set_boolean(value, self->append);
+      break;
+    case PROP_FSYNC:
+      g_value_set_boolean(value, self->fsync);
+      break;
+    case PROP_IO_MODE:
+      g_value_set_enum(value, self->io_mode);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed(
+          value, gst_structure_new(
+                     "application/x-uringsink-stats", "writes", G_TYPE_UINT64, self->stat_writes,
+                     "bytes", G_TYPE_UINT64, self->stat_bytes, "io", G_TYPE_STRING,
+                     self->io && pp_io_fallback(self->io) ? "pwrite" : "io_uring", NULL));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_uring_sink_finalize(GObject *object)
+{
+  GstUringSink *self = GST_URING_SINK(object);
+  g_free(self->location);
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+#define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
+
+static void
+gst_uring_sink_class_init(GstUringSinkClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseSinkClass *base_class = GST_BASE_SINK_CLASS(klass);
+
+  object_class->set_property = gst_uring_sink_set_property;
+  object_class->get_property = gst_uring_sink_get_property;
+  object_class->finalize = gst_uring_sink_finalize;
+
+  g_object_class_install_property(object_class, PROP_LOCATION,
+                                  g_param_spec_string("location", "File location",
+                                                      "Path of the file to write", NULL,
+                                                      CONFIG_FLAGS));
+  g_object_class_install_property(object_class, PROP_QUEUE_DEPTH,
+                                  g_param_spec_uint("queue-depth", "Queue depth",
+                                                    "Writes in flight", 1, PP_IO_MAX_DEPTH,
+                                                    DEFAULT_QUEUE_DEPTH, CONFIG_FLAGS));
+  g_object_class_install_property(
+      object_class, PROP_APPEND,
+      g_param_spec_boolean("append", "Append", "Append to the file instead of truncating it",
+                           DEFAULT_APPEND, CONFIG_FLAGS));
+  g_object_class_install_property(
+      object_class, PROP_FSYNC,
+      g_param_spec_boolean("fsync", "fsync", "fsync() the file at EOS, so EOS means on disk",
+                           DEFAULT_FSYNC, CONFIG_FLAGS));
+  g_object_class_install_property(object_class, PROP_IO_MODE,
+                                  g_param_spec_enum("io-mode", "I/O mode", "How writes are issued",
+                                                    GST_TYPE_PP_IO_MODE, DEFAULT_IO_MODE,
+                                                    CONFIG_FLAGS));
+  g_object_class_install_property(
+      object_class, PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics",
+                         "Writes and bytes completed, and whether io_uring or pwrite is in use",
+                         GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_set_static_metadata(element_class, "io_uring file sink", "Sink/File",
+                                        "Writes buffers to a file with several io_uring writes in "
+                                        "flight, in order",
+                                        "pingpong developers");
+  base_class->start = GST_DEBUG_FUNCPTR(gst_uring_sink_start);
+  base_class->stop = GST_DEBUG_FUNCPTR(gst_uring_sink_stop);
+  base_class->render = GST_DEBUG_FUNCPTR(gst_uring_sink_render);
+  base_class->event = GST_DEBUG_FUNCPTR(gst_uring_sink_event);
+  base_class->query = GST_DEBUG_FUNCPTR(gst_uring_sink_query);
+  GST_DEBUG_CATEGORY_INIT(gst_uring_sink_debug, "uringsink", 0, "pingpong io_uring file sink");
+}
+
+static void
+gst_uring_sink_init(GstUringSink *self)
+{
+  self->queue_depth = DEFAULT_QUEUE_DEPTH;
+  self->append = DEFAULT_APPEND;
+  self->fsync = DEFAULT_FSYNC;
+  self->io_mode = DEFAULT_IO_MODE;
+  g_queue_init(&self->writes);
+  gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
+}

@@ -1,0 +1,42 @@
+#ifndef GST_URING_SINK_H
+#define GST_URING_SINK_H
+
+#include <gst/base/gstbasesink.h>
+
+#include "uring_io.h"
+#include "uringcommon.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_URING_SINK (gst_uring_sink_get_type())
+G_DECLARE_FINAL_TYPE(GstUringSink, gst_uring_sink, GST, URING_SINK, GstBaseSink)
+
+GST_ELEMENT_REGISTER_DECLARE(uringsink);
+
+/* A write in flight, from a buffer held until it completes. */
+typedef struct {
+  GstBuffer *buffer;
+  GstMapInfo map;
+} GstUringWrite;
+
+struct _GstUringSink {
+  GstBaseSink parent;
+
+  /* Properties, under the object lock. */
+  gchar *location;
+  guint queue_depth;
+  gboolean append;
+  gboolean fsync;
+  pp_io_mode io_mode;
+
+  /* From start to stop. */
+  pp_io *io;
+  GstPpRegistrar *registrar;
+  GQueue writes; /* GstUringWrite, oldest first */
+  guint64 position;
+  guint64 stat_writes, stat_bytes;
+};
+
+G_END_DECLS
+
+#endif

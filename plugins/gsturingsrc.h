@@ -1,0 +1,48 @@
+#ifndef GST_URING_SRC_H
+#define GST_URING_SRC_H
+
+#include <gst/base/gstbasesrc.h>
+
+#include "uring_io.h"
+#include "uringcommon.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_URING_SRC (gst_uring_src_get_type())
+G_DECLARE_FINAL_TYPE(GstUringSrc, gst_uring_src, GST, URING_SRC, GstBaseSrc)
+
+GST_ELEMENT_REGISTER_DECLARE(uringsrc);
+
+/* A read in flight, into a buffer from the negotiated pool. */
+typedef struct {
+  GstBuffer *buffer;
+  GstMapInfo map;
+  guint64 offset;
+} GstUringRead;
+
+struct _GstUringSrc {
+  GstBaseSrc parent;
+
+  /* Properties, under the object lock. */
+  gchar *location;
+  guint queue_depth;
+  gboolean direct;
+  pp_io_mode io_mode;
+  GstCaps *caps;
+
+  /* From start to stop. */
+  pp_io *io;
+  GstPpRegistrar *registrar;
+  guint64 file_size;
+  GQueue reads;     /* GstUringRead, oldest first */
+  guint64 read_pos; /* where the next read-ahead starts */
+  guint64 expected; /* the offset create() should be asked for next */
+  guint block;      /* bytes per read */
+  GstClockTime frame_duration;
+  guint64 frame_bytes;
+  guint64 stat_reads, stat_bytes, stat_registered;
+};
+
+G_END_DECLS
+
+#endif
