@@ -52,8 +52,8 @@ struct _GstCudaMlp {
   GstClockTime frame_duration;
 
   GstCudaMlpFrame frames[PP_MAX_TICKETS]; /* by engine ticket */
-  GstFlowReturn srcresult;  /* under the object lock */
-  GstStructure *last_stats; /* under the object lock; what stop saw */
+  GstFlowReturn srcresult;                /* under the object lock */
+  GstStructure *last_stats;               /* under the object lock; what stop saw */
 };
 
 G_END_DECLS
