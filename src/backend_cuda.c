@@ -39,9 +39,8 @@
 /* The completion waiter sleeps until shortly before a frame is expected to
  * be done (a running mean of how long frames take), then polls its event:
  * polling sees a finished frame ~10 µs after it is done, a blocking wait
- * 28 µs later (tools/cuda-api-cost). It polls at most this long before it
- * blocks after all. */
-#define WAKE_EARLY_US 30
+ * 28 µs later (tools/cuda-api-cost). See wait_for_frame. */
+#define SLEEP_STEP_US 20
 #define POLL_AT_MOST_US 300
 
 typedef struct cuda_backend cuda_backend;
@@ -294,13 +293,28 @@ capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
 
 /* ---- completion by event ---------------------------------------------------- */
 
-/* Polls `done` until it completes or `deadline_ns` passes. */
+/* Waits for a frame's `done` event: sleeps in short steps (looking at the
+ * event between them) until 80% of the expected time has passed, polls
+ * from then on, and after POLL_AT_MOST_US of polling blocks instead. Short
+ * steps keep an estimate that runs high from costing more than a step. */
 static cudaError_t
-poll_until(cudaEvent_t done, int64_t deadline_ns)
+wait_for_frame(cudaEvent_t done, int64_t submitted_ns, double expected_us)
 {
+  const int64_t poll_from = submitted_ns + (int64_t) (expected_us * 0.8 * 1000);
+  int64_t give_up = 0;
   cudaError_t err;
-  while ((err = cudaEventQuery(done)) == cudaErrorNotReady && pp_now_ns() < deadline_ns)
-    ;
+  while ((err = cudaEventQuery(done)) == cudaErrorNotReady) {
+    const int64_t now = pp_now_ns();
+    if (now < poll_from) {
+      const int64_t step_us = (poll_from - now) / 1000;
+      g_usleep(step_us < SLEEP_STEP_US ? step_us : SLEEP_STEP_US);
+      continue;
+    }
+    if (!give_up)
+      give_up = now + POLL_AT_MOST_US * 1000;
+    else if (now > give_up)
+      return cudaEventSynchronize(done);
+  }
   return err;
 }
 
@@ -323,16 +337,7 @@ waiter_main(gpointer data)
     const double expected_us = b->frame_us;
     g_mutex_unlock(&b->lock);
 
-    cudaError_t err = cudaEventQuery(s->ev_done);
-    if (err == cudaErrorNotReady) {
-      const int64_t wake = submitted + (int64_t) ((expected_us - WAKE_EARLY_US) * 1000);
-      const int64_t now = pp_now_ns();
-      if (wake > now)
-        g_usleep((wake - now) / 1000);
-      err = poll_until(s->ev_done, pp_now_ns() + POLL_AT_MOST_US * 1000);
-      if (err == cudaErrorNotReady)
-        err = cudaEventSynchronize(s->ev_done);
-    }
+    const cudaError_t err = wait_for_frame(s->ev_done, submitted, expected_us);
     const double took_us = (pp_now_ns() - submitted) / 1000.0;
     char *msg = NULL;
     if (err != cudaSuccess)
