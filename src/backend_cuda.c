@@ -644,7 +644,7 @@ static int
 time_path(cuda_backend *b, pp_cuda_path path, unsigned reps, double *us, char **msg)
 {
   cuda_slot *s = &b->slots[0];
-  float *samples = g_new(float, reps);
+  g_autofree double *samples = g_new(double, reps);
   int rc = 0;
   for (unsigned i = 0; i < 3 && rc == 0; i++)
     rc = run_mlp(b, s, path, s->stream, msg);
@@ -656,21 +656,14 @@ time_path(cuda_backend *b, pp_cuda_path path, unsigned reps, double *us, char **
       rc = cuda_fail(msg, "cudaEventRecord", err, __LINE__);
     if (rc == 0)
       rc = run_mlp(b, s, path, s->stream, msg);
+    float ms = 0;
     if (rc == 0 && cudaEventRecord(s->ev_mlp, s->stream) == cudaSuccess &&
         cudaEventSynchronize(s->ev_mlp) == cudaSuccess)
-      cudaEventElapsedTime(&samples[i], s->ev_h2d, s->ev_mlp);
+      cudaEventElapsedTime(&ms, s->ev_h2d, s->ev_mlp);
+    samples[i] = ms * 1000.0;
   }
-  if (rc == 0) {
-    /* Insertion sort: a handful of samples. */
-    for (unsigned i = 1; i < reps; i++)
-      for (unsigned j = i; j > 0 && samples[j] < samples[j - 1]; j--) {
-        const float t = samples[j];
-        samples[j] = samples[j - 1];
-        samples[j - 1] = t;
-      }
-    *us = samples[reps / 2] * 1000.0;
-  }
-  g_free(samples);
+  if (rc == 0)
+    *us = pp_median(samples, reps);
   return rc;
 }
 
@@ -917,18 +910,6 @@ pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg
 
 /* ---- for the benchmark ------------------------------------------------------- */
 
-static double
-median(double *v, unsigned n)
-{
-  for (unsigned i = 1; i < n; i++)
-    for (unsigned j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      const double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return v[n / 2];
-}
-
 /* One stage alone, `reps` times: 0 = upload, 1 = MLP, 2 = download. */
 static int
 time_stage(cuda_backend *b, int stage, const void *input, float *output, unsigned reps, double *us,
@@ -956,8 +937,21 @@ time_stage(cuda_backend *b, int stage, const void *input, float *output, unsigne
       samples[i - 2] = ms * 1000.0;
   }
   if (rc == 0)
-    *us = median(samples, reps);
+    *us = pp_median(samples, reps);
   return rc;
+}
+
+/* Before timing: configured, on our device, nothing else running. */
+static int
+ready_to_time(cuda_backend *b, unsigned reps, char **msg)
+{
+  if (b->n_slots == 0 || reps == 0) {
+    *msg = g_strdup("the backend is not configured");
+    return -EINVAL;
+  }
+  CUDA_CHECK(cudaSetDevice(b->device));
+  cuda_sync(&b->base);
+  return 0;
 }
 
 int
@@ -965,13 +959,10 @@ pp_cuda_time_stages(pp_backend *base, const void *input, float *output, unsigned
                     pp_cuda_stage_times *out, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
-  if (b->n_slots == 0 || reps == 0) {
-    *msg = g_strdup("the backend is not configured");
-    return -EINVAL;
-  }
-  CUDA_CHECK(cudaSetDevice(b->device));
-  cuda_sync(base);
-  int rc = time_stage(b, 0, input, output, reps, &out->h2d_us, msg);
+  int rc = ready_to_time(b, reps, msg);
+  if (rc < 0)
+    return rc;
+  rc = time_stage(b, 0, input, output, reps, &out->h2d_us, msg);
   if (rc == 0)
     rc = time_stage(b, 1, input, output, reps, &out->mlp_us, msg);
   if (rc == 0)
@@ -983,12 +974,9 @@ int
 pp_cuda_time_paths(pp_backend *base, unsigned reps, double us[PP_N_PATHS], char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
-  if (b->n_slots == 0 || reps == 0) {
-    *msg = g_strdup("the backend is not configured");
-    return -EINVAL;
-  }
-  CUDA_CHECK(cudaSetDevice(b->device));
-  cuda_sync(base);
+  const int ready = ready_to_time(b, reps, msg);
+  if (ready < 0)
+    return ready;
   for (int p = 0; p < PP_N_PATHS; p++) {
     us[p] = -1;
     if (path_fits(b, p)) {

@@ -35,6 +35,20 @@ pp_stats_record(pp_stats_recorder *r, const pp_frame_times *host, const pp_stage
 }
 
 static int
+compare_double(const void *a, const void *b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+double
+pp_median(double *v, size_t n)
+{
+  qsort(v, n, sizeof *v, compare_double);
+  return v[n / 2];
+}
+
+static int
 compare_i64(const void *a, const void *b)
 {
   const int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;

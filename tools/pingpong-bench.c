@@ -235,18 +235,6 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
   return ok;
 }
 
-static double
-median_of(double *v, int n)
-{
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      const double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return v[n / 2];
-}
-
 /* The same shapes and weights as the element, on a backend of our own: each
  * stage alone on the element's path, every path's MLP, and plain cuBLAS. */
 static gboolean
@@ -337,7 +325,7 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
         samples[i] = ms * 1000.0;
     }
     if (ok)
-      t->ref_mlp_us = median_of(samples, 31);
+      t->ref_mlp_us = pp_median(samples, 31);
     cudaStreamSynchronize(stream);
     for (int i = 0; i < 4; i++)
       cudaFree(d_w[i]);
@@ -445,7 +433,7 @@ main(int argc, char **argv)
       /* The run whose frames/s is the median. */
       double sorted[16];
       memcpy(sorted, fps, good * sizeof(double));
-      const double med = median_of(sorted, good);
+      const double med = pp_median(sorted, good);
       for (int i = 0; i < good; i++)
         if (fps[i] == med)
           r = runs[i];

@@ -1,5 +1,9 @@
 #include "testutil.h"
 
+#include <glib.h>
+
+#include "backend.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,4 +119,19 @@ test_poison(float *dst, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     dst[i] = NAN;
+}
+
+bool
+test_cuda_usable(void)
+{
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA };
+  pp_backend *b = NULL;
+  char *msg = NULL;
+  if (pp_backend_cuda_new(&opts, &b, &msg) < 0) {
+    fprintf(stderr, "CUDA is not usable here: %s\n", msg);
+    g_free(msg);
+    return false;
+  }
+  b->ops->destroy(b);
+  return true;
 }

@@ -44,6 +44,10 @@ double test_scaled_error(const float *a, const double *ref, const double *magnit
  * can be replayed. */
 uint64_t test_seed(void);
 
+/* True when the CUDA backend can run here; otherwise says why on stderr
+ * (GPU tests then exit 77: skipped). */
+bool test_cuda_usable(void);
+
 /* Fills every float with NaN, so an element a kernel fails to write shows. */
 void test_poison(float *dst, size_t n);
 

@@ -309,7 +309,16 @@ test_rgb_and_bgr_agree(void **state)
   gst_buffer_map(results[0], &a, GST_MAP_READ);
   gst_buffer_map(results[1], &b, GST_MAP_READ);
   assert_int_equal(a.size, b.size);
-  assert_memory_equal(a.data, b.data, a.size);
+  /* The same X gives the same result; on CUDA each run picks its kernels by
+   * timing them, so the last bits may differ: compare within FP32 rounding. */
+  const size_t n = a.size / sizeof(float);
+  double *ref = g_new(double, n);
+  for (size_t i = 0; i < n; i++)
+    ref[i] = ((const float *) b.data)[i];
+  const double err = test_relative_error((const float *) a.data, ref, n);
+  g_free(ref);
+  if (!(err <= PP_FP32_REL_TOL))
+    fail_msg("RGB and BGR differ: relative error %.3e", err);
   gst_buffer_unmap(results[0], &a);
   gst_buffer_unmap(results[1], &b);
   gst_buffer_unref(results[0]);
@@ -647,14 +656,8 @@ static void
 test_backend_choice_without_gpu(void **state)
 {
   (void) state;
-  pp_backend_options opts = { .kind = PP_BACKEND_CUDA };
-  pp_backend *b = NULL;
-  char *msg = NULL;
-  if (pp_backend_cuda_new(&opts, &b, &msg) == 0) {
-    b->ops->destroy(b);
+  if (pp_backend_have_cuda() && test_cuda_usable())
     skip(); /* a GPU is here: nothing to fall back from */
-  }
-  g_free(msg);
   GstElement *e = gst_element_factory_make("cudamlp", NULL);
   gst_util_set_object_arg(G_OBJECT(e), "backend", "cuda");
   expect_start_failure(e, "CUDA");
@@ -848,17 +851,8 @@ main(int argc, char **argv)
   seed = test_seed();
   if (g_getenv("PP_TEST_BACKEND"))
     backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda")) {
-    pp_backend_options opts = { .kind = PP_BACKEND_CUDA };
-    pp_backend *b = NULL;
-    char *msg = NULL;
-    if (pp_backend_cuda_new(&opts, &b, &msg) < 0) {
-      g_printerr("skipped: %s\n", msg);
-      g_free(msg);
-      return 77;
-    }
-    b->ops->destroy(b);
-  }
+  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+    return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rows_timestamps_and_caps),
     cmocka_unit_test(test_every_format_and_mapping),

@@ -12,7 +12,6 @@
 #include <gst/gst.h>
 #include <string.h>
 
-#include "backend.h"
 #include "model.h"
 #include "testutil.h"
 
@@ -398,17 +397,8 @@ main(int argc, char **argv)
   seed = test_seed();
   if (g_getenv("PP_TEST_BACKEND"))
     backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda")) {
-    pp_backend_options opts = { .kind = PP_BACKEND_CUDA };
-    pp_backend *b = NULL;
-    char *msg = NULL;
-    if (pp_backend_cuda_new(&opts, &b, &msg) < 0) {
-      g_printerr("skipped: %s\n", msg);
-      g_free(msg);
-      return 77;
-    }
-    b->ops->destroy(b);
-  }
+  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+    return 77;
   /* Not /tmp: it may be tmpfs, which refuses O_DIRECT. */
   dir = g_build_filename(g_getenv("PP_BUILD_ROOT") ? g_getenv("PP_BUILD_ROOT") : ".",
                          "uring-element-XXXXXX", NULL);

@@ -63,12 +63,11 @@ setup_run(run *r, const shape *s, const char *path, pp_completion completion, bo
     assert_int_equal(pp_layout_for_tensor(s->height, s->width, &r->layout, &msg), 0);
   } else {
     const uint32_t bpp = s->format == PP_PIXEL_GRAY8 ? 1 : s->format <= PP_PIXEL_BGR ? 3 : 4;
-    assert_int_equal(pp_layout_for_video(s->format, s->width, s->height,
-                                         (s->width * bpp + 3) / 4 * 4,
-                                         s->kind == PP_LAYOUT_ROWS ? PP_MAPPING_ROWS
-                                                                   : PP_MAPPING_PATCHES,
-                                         s->patch, &r->layout, &msg),
-                     0);
+    assert_int_equal(
+        pp_layout_for_video(s->format, s->width, s->height, (s->width * bpp + 3) / 4 * 4,
+                            s->kind == PP_LAYOUT_ROWS ? PP_MAPPING_ROWS : PP_MAPPING_PATCHES,
+                            s->patch, &r->layout, &msg),
+        0);
   }
   assert_int_equal(pp_model_generate(r->layout.k, s->d, s->o, s->act, &r->model), 0);
   g_setenv("PINGPONG_CUDA_PATH", path, TRUE);
@@ -86,8 +85,8 @@ setup_run(run *r, const shape *s, const char *path, pp_completion completion, bo
   test_rng_seed(&rng, seed ^ (uintptr_t) s);
   const size_t out_bytes = (size_t) r->layout.n * s->o * sizeof(float);
   for (int i = 0; i < FRAMES; i++) {
-    r->frames[i] = pinned ? pp_host_alloc(r->layout.frame_bytes, true, &msg)
-                          : g_malloc(r->layout.frame_bytes);
+    r->frames[i] =
+        pinned ? pp_host_alloc(r->layout.frame_bytes, true, &msg) : g_malloc(r->layout.frame_bytes);
     r->outputs[i] = pinned ? pp_host_alloc(out_bytes, true, &msg) : g_malloc(out_bytes);
     assert_non_null(r->frames[i]);
     if (s->kind == PP_LAYOUT_TENSOR)
@@ -169,9 +168,8 @@ run_all(const shape *s, const char *path, pp_completion completion, bool graphs,
     pop(&r, i);
   g_autofree char *what = g_strdup_printf(
       "%s path=%s %s%s %s slots=%u [%s]", s->name, path,
-      completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread",
-      graphs ? " graphs" : "", pinned ? "pinned" : "pageable", slots,
-      pp_engine_backend_detail(r.engine));
+      completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread", graphs ? " graphs" : "",
+      pinned ? "pinned" : "pageable", slots, pp_engine_backend_detail(r.engine));
   check_outputs(&r, what);
   pp_stats stats;
   pp_engine_get_stats(r.engine, &stats);
@@ -274,11 +272,8 @@ test_device_errors(void **state)
 int
 main(void)
 {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    fprintf(stderr, "skipped: no CUDA device\n");
+  if (!test_cuda_usable())
     return 77;
-  }
   seed = test_seed();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_every_path),
