@@ -346,8 +346,8 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
 
   if (flow != GST_FLOW_OK)
     goto drop;
-  if (!pp_engine_is_configured(self->engine)) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("Got a buffer before any caps."));
+  if (!pp_engine_is_configured(self->engine) || !self->output_pool) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("Got a buffer before any usable caps."));
     flow = GST_FLOW_NOT_NEGOTIATED;
     goto drop;
   }

@@ -60,13 +60,12 @@ post_write_error(GstUringSink *self, int err)
 static GstFlowReturn
 complete_oldest(GstUringSink *self)
 {
-  GstUringWrite *w = g_queue_pop_head(&self->writes);
+  GstUringWrite *w = gst_pp_ring_pop(&self->writes);
   ssize_t result;
   pp_io_wait(self->io, w, &result);
   const gsize want = w->map.size;
   gst_buffer_unmap(w->buffer, &w->map);
-  gst_buffer_unref(w->buffer);
-  g_free(w);
+  gst_clear_buffer(&w->buffer);
   if (result < 0 || (gsize) result != want) {
     post_write_error(self, result < 0 ? -result : EIO);
     return GST_FLOW_ERROR;
@@ -81,7 +80,7 @@ static GstFlowReturn
 complete_all(GstUringSink *self)
 {
   GstFlowReturn flow = GST_FLOW_OK;
-  while (!g_queue_is_empty(&self->writes)) {
+  while (self->writes.count > 0) {
     const GstFlowReturn one = complete_oldest(self);
     if (flow == GST_FLOW_OK)
       flow = one;
@@ -93,36 +92,33 @@ static GstFlowReturn
 gst_uring_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 {
   GstUringSink *self = GST_URING_SINK(bsink);
-  if (g_queue_get_length(&self->writes) >= self->queue_depth) {
+  if (self->writes.count == self->writes.size) {
     const GstFlowReturn flow = complete_oldest(self);
     if (flow != GST_FLOW_OK)
       return flow;
   }
-  GstUringWrite *w = g_new0(GstUringWrite, 1);
-  w->buffer = gst_buffer_ref(buffer);
-  if (!gst_buffer_map(buffer, &w->map, GST_MAP_READ)) {
-    gst_buffer_unref(buffer);
-    g_free(w);
+  GstMapInfo map;
+  if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, (NULL), ("Cannot map a buffer."));
     return GST_FLOW_ERROR;
   }
-  if (w->map.size == 0) {
-    gst_buffer_unmap(buffer, &w->map);
-    gst_buffer_unref(buffer);
-    g_free(w);
+  if (map.size == 0) {
+    gst_buffer_unmap(buffer, &map);
     return GST_FLOW_OK;
   }
   gst_pp_registrar_add(self->registrar, buffer);
-  const int rc = pp_io_submit(self->io, w->map.data, w->map.size, self->position, w);
+  GstUringWrite *w = gst_pp_ring_push(&self->writes);
+  w->buffer = gst_buffer_ref(buffer);
+  w->map = map;
+  const int rc = pp_io_submit(self->io, map.data, map.size, self->position, w);
   if (rc < 0) {
     gst_buffer_unmap(buffer, &w->map);
-    gst_buffer_unref(buffer);
-    g_free(w);
+    gst_clear_buffer(&w->buffer);
+    gst_pp_ring_unpush(&self->writes);
     post_write_error(self, -rc);
     return GST_FLOW_ERROR;
   }
-  self->position += w->map.size;
-  g_queue_push_tail(&self->writes, w);
+  self->position += map.size;
   return GST_FLOW_OK;
 }
 
@@ -180,6 +176,7 @@ gst_uring_sink_start(GstBaseSink *bsink)
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                         ("io_uring is not available; writing with pwrite."), ("%s", fallback));
   self->registrar = gst_pp_registrar_new(self->io);
+  gst_pp_ring_init(&self->writes, sizeof(GstUringWrite), opts.queue_depth);
   /* Appends go after what is there (pp_io places them); the rest from 0. */
   self->position = 0;
   self->stat_writes = self->stat_bytes = 0;
@@ -193,6 +190,7 @@ gst_uring_sink_stop(GstBaseSink *bsink)
   if (!self->io)
     return TRUE;
   complete_all(self);
+  gst_pp_ring_clear(&self->writes);
   gst_pp_registrar_detach(self->registrar);
   g_clear_pointer(&self->registrar, gst_pp_registrar_unref);
   g_clear_pointer(&self->io, pp_io_close);
@@ -347,6 +345,5 @@ gst_uring_sink_init(GstUringSink *self)
   self->append = DEFAULT_APPEND;
   self->fsync = DEFAULT_FSYNC;
   self->io_mode = DEFAULT_IO_MODE;
-  g_queue_init(&self->writes);
   gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
 }

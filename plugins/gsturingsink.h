@@ -32,7 +32,7 @@ struct _GstUringSink {
   /* From start to stop. */
   pp_io *io;
   GstPpRegistrar *registrar;
-  GQueue writes; /* GstUringWrite, oldest first */
+  GstPpRing writes; /* GstUringWrite, oldest first */
   guint64 position;
   guint64 stat_writes, stat_bytes;
 };

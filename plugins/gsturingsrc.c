@@ -56,8 +56,7 @@ static void
 drop_read(GstUringRead *r)
 {
   gst_buffer_unmap(r->buffer, &r->map);
-  gst_buffer_unref(r->buffer);
-  g_free(r);
+  gst_clear_buffer(&r->buffer);
 }
 
 /* Waits for every read in flight and throws the buffers away (a seek, stop). */
@@ -65,7 +64,7 @@ static void
 cancel_reads(GstUringSrc *self)
 {
   GstUringRead *r;
-  while ((r = g_queue_pop_head(&self->reads))) {
+  while ((r = gst_pp_ring_pop(&self->reads))) {
     ssize_t result;
     pp_io_wait(self->io, r, &result);
     drop_read(r);
@@ -107,7 +106,7 @@ get_buffer(GstUringSrc *self, guint size, GstBuffer **out)
 static GstFlowReturn
 read_ahead(GstUringSrc *self)
 {
-  while (g_queue_get_length(&self->reads) < self->queue_depth && self->read_pos < self->file_size) {
+  while (self->reads.count < self->reads.size && self->read_pos < self->file_size) {
     guint len = MIN(self->block, self->file_size - self->read_pos);
     if (self->direct)
       len = align_up(len, PP_IO_DIRECT_ALIGN); /* reads past the end come back short */
@@ -116,19 +115,19 @@ read_ahead(GstUringSrc *self)
     if (flow != GST_FLOW_OK)
       return flow;
     self->stat_registered += gst_pp_registrar_add(self->registrar, buffer);
-    GstUringRead *r = g_new0(GstUringRead, 1);
+    GstUringRead *r = gst_pp_ring_push(&self->reads);
     r->buffer = buffer;
     r->offset = self->read_pos;
     gst_buffer_map(buffer, &r->map, GST_MAP_WRITE);
     const int rc = pp_io_submit(self->io, r->map.data, len, r->offset, r);
     if (rc < 0) {
       drop_read(r);
+      gst_pp_ring_unpush(&self->reads);
       GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not read from file \"%s\".", self->location),
                         ("queuing a read of %u bytes at %" G_GUINT64_FORMAT ": %s", len,
                          self->read_pos, GST_PP_ERRNO_TEXT(rc)));
       return GST_FLOW_ERROR;
     }
-    g_queue_push_tail(&self->reads, r);
     self->read_pos += self->block;
   }
   return GST_FLOW_OK;
@@ -150,7 +149,7 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
   if (flow != GST_FLOW_OK)
     return flow;
 
-  GstUringRead *r = g_queue_pop_head(&self->reads);
+  GstUringRead *r = gst_pp_ring_pop(&self->reads);
   ssize_t result;
   pp_io_wait(self->io, r, &result);
   GstBuffer *buffer = gst_buffer_ref(r->buffer);
@@ -308,6 +307,7 @@ gst_uring_src_start(GstBaseSrc *bsrc)
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                         ("io_uring is not available; reading with pread."), ("%s", fallback));
   self->registrar = gst_pp_registrar_new(self->io);
+  gst_pp_ring_init(&self->reads, sizeof(GstUringRead), opts.queue_depth);
   self->file_size = pp_io_file_size(self->io);
   self->read_pos = self->expected = 0;
   self->stat_reads = self->stat_bytes = self->stat_registered = 0;
@@ -324,6 +324,7 @@ gst_uring_src_stop(GstBaseSrc *bsrc)
   if (!self->io)
     return TRUE;
   cancel_reads(self);
+  gst_pp_ring_clear(&self->reads);
   gst_pp_registrar_detach(self->registrar);
   g_clear_pointer(&self->registrar, gst_pp_registrar_unref);
   g_clear_pointer(&self->io, pp_io_close);
@@ -496,6 +497,5 @@ gst_uring_src_init(GstUringSrc *self)
   self->direct = DEFAULT_DIRECT;
   self->io_mode = DEFAULT_IO_MODE;
   self->frame_duration = GST_CLOCK_TIME_NONE;
-  g_queue_init(&self->reads);
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_BYTES);
 }

@@ -34,7 +34,7 @@ struct _GstUringSrc {
   pp_io *io;
   GstPpRegistrar *registrar;
   guint64 file_size;
-  GQueue reads;     /* GstUringRead, oldest first */
+  GstPpRing reads;  /* GstUringRead, oldest first */
   guint64 read_pos; /* where the next read-ahead starts */
   guint64 expected; /* the offset create() should be asked for next */
   guint block;      /* bytes per read */

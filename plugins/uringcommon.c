@@ -1,5 +1,7 @@
 #include "uringcommon.h"
 
+#include <string.h>
+
 struct GstPpRegistrar {
   gint refs;
   GMutex lock;
@@ -100,4 +102,49 @@ gst_pp_registrar_add(GstPpRegistrar *r, GstBuffer *buffer)
   g_atomic_int_inc(&r->refs);
   gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), registration_quark(), reg, forget);
   return TRUE;
+}
+
+void
+gst_pp_ring_init(GstPpRing *ring, gsize item_size, guint size)
+{
+  ring->items = g_malloc0(item_size * size);
+  ring->item_size = item_size;
+  ring->size = size;
+  ring->head = ring->count = 0;
+}
+
+void
+gst_pp_ring_clear(GstPpRing *ring)
+{
+  g_clear_pointer(&ring->items, g_free);
+  ring->size = ring->head = ring->count = 0;
+}
+
+gpointer
+gst_pp_ring_push(GstPpRing *ring)
+{
+  g_return_val_if_fail(ring->count < ring->size, NULL);
+  guint8 *item =
+      (guint8 *) ring->items + ((ring->head + ring->count) % ring->size) * ring->item_size;
+  ring->count++;
+  memset(item, 0, ring->item_size);
+  return item;
+}
+
+gpointer
+gst_pp_ring_pop(GstPpRing *ring)
+{
+  if (ring->count == 0)
+    return NULL;
+  guint8 *item = (guint8 *) ring->items + ring->head * ring->item_size;
+  ring->head = (ring->head + 1) % ring->size;
+  ring->count--;
+  return item;
+}
+
+void
+gst_pp_ring_unpush(GstPpRing *ring)
+{
+  g_return_if_fail(ring->count > 0);
+  ring->count--;
 }

@@ -25,6 +25,23 @@ void gst_pp_registrar_unref(GstPpRegistrar *registrar);
  * unless it is already. Returns whether this call registered it. */
 gboolean gst_pp_registrar_add(GstPpRegistrar *registrar, GstBuffer *buffer);
 
+/* A fixed ring of per-request contexts, oldest first: queue-depth of them
+ * allocated at start, so reading or writing a buffer allocates nothing. */
+typedef struct {
+  gpointer items;
+  gsize item_size;
+  guint size, head, count;
+} GstPpRing;
+
+void gst_pp_ring_init(GstPpRing *ring, gsize item_size, guint size);
+void gst_pp_ring_clear(GstPpRing *ring);
+/* The next free item (count < size), zeroed. */
+gpointer gst_pp_ring_push(GstPpRing *ring);
+/* The oldest item, or NULL; valid until the next push. */
+gpointer gst_pp_ring_pop(GstPpRing *ring);
+/* Takes back the item the last push returned (its request never started). */
+void gst_pp_ring_unpush(GstPpRing *ring);
+
 /* A human-readable errno for element errors, e.g. "No such file or directory". */
 #define GST_PP_ERRNO_TEXT(rc) g_strerror(-(rc))
 
