@@ -47,7 +47,7 @@ pp_cuda_a_for_layout(const pp_frame_layout *layout, const int32_t *host_table, c
     a.row_step = layout->patch * layout->row_stride;
     a.col_step = layout->patch * layout->pixel_stride;
   }
-  a.kind = groups_are_words(layout, host_table, a.row_step, a.col_step) ? PP_A_U8_VEC4
-                                                                         : PP_A_U8_GATHER;
+  a.kind =
+      groups_are_words(layout, host_table, a.row_step, a.col_step) ? PP_A_U8_VEC4 : PP_A_U8_GATHER;
   return a;
 }

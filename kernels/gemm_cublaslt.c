@@ -25,8 +25,8 @@ struct pp_lt_gemm {
 cublasStatus_t
 pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uint32_t ldx,
                 uint32_t ldc, const float *bias, bool relu, bool tf32, size_t workspace_bytes,
-                cudaStream_t tune_stream, const float *x, const float *w, float *c,
-                void *workspace, pp_lt_gemm **out)
+                cudaStream_t tune_stream, const float *x, const float *w, float *c, void *workspace,
+                pp_lt_gemm **out)
 {
   cublasStatus_t status;
   cublasLtMatmulPreference_t pref = NULL;
@@ -42,10 +42,9 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
-  const cublasLtEpilogue_t epilogue = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                                   : CUBLASLT_EPILOGUE_BIAS)
-                                           : (relu ? CUBLASLT_EPILOGUE_RELU
-                                                   : CUBLASLT_EPILOGUE_DEFAULT);
+  const cublasLtEpilogue_t epilogue =
+      bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+           : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                      sizeof epilogue));
   if (bias)

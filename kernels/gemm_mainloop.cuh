@@ -11,7 +11,8 @@
 
 #include "cuda_kernels.h"
 
-namespace pp {
+namespace pp
+{
 
 constexpr int kBK = 8;
 constexpr float kInv255 = 1.0f / 255.0f;
@@ -95,8 +96,7 @@ template <int BM, int BN> struct Mainloop {
                       unsigned ldw_, unsigned m0_, unsigned n0_)
       : a(a_), wt(wt_), m(m_), k(k_), ldw(ldw_), m0(m0_), n0(n0_)
   {
-    f32_vec = a.kind == PP_A_F32 && a.ld % 4 == 0 &&
-              (reinterpret_cast<size_t>(a.data) & 15) == 0;
+    f32_vec = a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
 #pragma unroll
     for (int i = 0; i < T::A_PER_THREAD; i++) {
       const int g = threadIdx.x + i * T::THREADS;
