@@ -813,6 +813,19 @@ fail:
   return rc;
 }
 
+/* What open_device() and pp_backend_cuda_new() set up, also on their error path. */
+static void
+free_backend(cuda_backend *b)
+{
+  if (b->lt)
+    cublasLtDestroy(b->lt);
+  if (b->setup_stream)
+    cudaStreamDestroy(b->setup_stream);
+  g_mutex_clear(&b->lock);
+  g_cond_clear(&b->wake);
+  g_free(b);
+}
+
 static void
 cuda_destroy(pp_backend *base)
 {
@@ -834,13 +847,7 @@ cuda_destroy(pp_backend *base)
     g_thread_join(b->waiter);
   free_slots(b);
   free_weights(b);
-  if (b->lt)
-    cublasLtDestroy(b->lt);
-  if (b->setup_stream)
-    cudaStreamDestroy(b->setup_stream);
-  g_mutex_clear(&b->lock);
-  g_cond_clear(&b->wake);
-  g_free(b);
+  free_backend(b);
 }
 
 static const pp_backend_ops cuda_ops = {
@@ -893,13 +900,7 @@ pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg
   g_queue_init(&b->pending);
   const int rc = open_device(b, opts->device_id, msg);
   if (rc < 0) {
-    if (b->lt)
-      cublasLtDestroy(b->lt);
-    if (b->setup_stream)
-      cudaStreamDestroy(b->setup_stream);
-    g_mutex_clear(&b->lock);
-    g_cond_clear(&b->wake);
-    g_free(b);
+    free_backend(b);
     return rc;
   }
   if (b->completion == PP_COMPLETION_EVENT_THREAD)
