@@ -14,6 +14,8 @@
 
 /* Registered-buffer table size: more than a pool's worth of frames. */
 #define FIXED_SLOTS 64
+/* Longest single wait for a completion before looking again (see reap_one). */
+#define WAIT_SLICE_S 1
 
 typedef struct {
   bool busy, done;
@@ -235,8 +237,16 @@ reap_one(pp_io *io)
 #ifdef PP_HAVE_URING
   if (io->ring_ready) {
     struct io_uring_cqe *cqe;
-    const int rc = io_uring_wait_cqe(&io->ring, &cqe);
-    if (rc == -EINTR)
+    /* Waits in slices where the kernel takes a timeout with the wait itself
+     * (IORING_FEAT_EXT_ARG; older kernels would need a timeout request in the
+     * ring): each slice enters the kernel again, which runs pending task work
+     * and looks at the completion queue afresh, so a completion whose wake-up
+     * went astray is still seen. */
+    struct __kernel_timespec slice = { .tv_sec = WAIT_SLICE_S };
+    const int rc = io->ring.features & IORING_FEAT_EXT_ARG
+                       ? io_uring_wait_cqe_timeout(&io->ring, &cqe, &slice)
+                       : io_uring_wait_cqe(&io->ring, &cqe);
+    if (rc == -EINTR || rc == -ETIME)
       return 0;
     if (rc < 0)
       return rc;
