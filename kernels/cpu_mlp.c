@@ -32,7 +32,14 @@ pp_cpu_gather(const pp_frame_layout *layout, const void *frame, float *x)
     return;
   }
   const uint8_t *bytes = frame;
+  if (layout->is_yuv) {
+    for (uint32_t row = 0; row < n; row++)
+      for (uint32_t col = 0; col < k; col++)
+        x[(size_t) row * k + col] = pp_layout_value(layout, bytes, row, col);
+    return;
+  }
   const uint32_t channels = layout->channels;
+  const float scale = layout->scale, bias = layout->bias;
   for (uint32_t row = 0; row < n; row++) {
     float *out = x + (size_t) row * k;
     /* One pixel at a time: its channels sit together in X and in memory. */
@@ -40,7 +47,7 @@ pp_cpu_gather(const pp_frame_layout *layout, const void *frame, float *x)
       const uint8_t *pixel =
           bytes + pp_layout_pixel_offset(layout, row, col) - layout->channel_offset[0];
       for (uint32_t c = 0; c < channels; c++)
-        out[col + c] = pixel[layout->channel_offset[c]] * (1.0f / 255.0f);
+        out[col + c] = pixel[layout->channel_offset[c]] * scale + bias;
     }
   }
 }

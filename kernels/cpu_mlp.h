@@ -17,8 +17,8 @@ extern "C" {
 /* Output columns per packed panel. */
 #define PP_CPU_PANEL 16
 
-/* X (layout->n × layout->k floats) from one frame: bytes become x/255,
- * tensors are copied as they are. */
+/* X (layout->n × layout->k floats) from one frame: bytes become
+ * x·scale + bias (x/255), YUV pixels R,G,B, tensors are copied as they are. */
 void pp_cpu_gather(const pp_frame_layout *layout, const void *frame, float *x);
 
 /* Floats needed to pack a [out × in] weight (nn.Linear's layout). */

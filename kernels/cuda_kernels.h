@@ -23,18 +23,30 @@ typedef enum {
   PP_A_F32,       /* floats, row stride `ld` */
   PP_A_U8_VEC4,   /* bytes, every aligned group of 4 inputs is 4 contiguous bytes */
   PP_A_U8_GATHER, /* bytes, any layout */
+  PP_A_YUV,       /* R,G,B from a YUV frame's Y, U and V samples */
 } pp_a_kind;
 
 /* Where X[n][k] lives: floats at data[n*ld + k], or the byte at
  *   data + origin(n) + k_offset[k],
- *   origin(n) = (n / per_row) * row_step + (n % per_row) * col_step. */
+ *   origin(n) = (n / per_row) * row_step + (n % per_row) * col_step,
+ * read as byte·scale + bias. For YUV, origin(n) is sample n's first pixel
+ * (x0, y0) = ((n % per_row) * col_step, (n / per_row) * row_step) and
+ * k_offset[k] packs that input's pixel offset and channel (PP_YUV_ENTRY). */
 typedef struct {
   pp_a_kind kind;
   const void *data;
   uint32_t ld;
   const int32_t *k_offset; /* device, K entries (bytes only) */
   uint32_t per_row, row_step, col_step;
+  float scale, bias;
+  pp_yuv yuv;
 } pp_cuda_a;
+
+/* A YUV input's pixel (dx, dy) from its sample's first pixel, and channel. */
+#define PP_YUV_ENTRY(dx, dy, c) ((int32_t) ((dx) | ((dy) << 15) | ((uint32_t) (c) << 30)))
+#define PP_YUV_DX(e) ((uint32_t) (e) &0x7fffu)
+#define PP_YUV_DY(e) (((uint32_t) (e) >> 15) & 0x7fffu)
+#define PP_YUV_C(e) ((uint32_t) (e) >> 30)
 
 /* Host helpers: the byte offsets table (K entries) for `layout`, and the
  * pp_cuda_a that reads frames of it at `frame` (device), given that table on

@@ -4,10 +4,17 @@
 void
 pp_cuda_k_offsets(const pp_frame_layout *layout, int32_t *table)
 {
-  /* Sample 0's origin is byte 0 for both mappings, so its offsets are
-   * every sample's offsets from its own origin. */
-  for (uint32_t k = 0; k < layout->k; k++)
-    table[k] = (int32_t) pp_layout_pixel_offset(layout, 0, k);
+  /* Sample 0's origin is byte 0 (pixel (0, 0)) for both mappings, so its
+   * offsets are every sample's offsets from its own origin. */
+  for (uint32_t k = 0; k < layout->k; k++) {
+    if (layout->is_yuv) {
+      uint32_t x, y, c;
+      pp_layout_pixel(layout, 0, k, &x, &y, &c);
+      table[k] = PP_YUV_ENTRY(x, y, c);
+    } else {
+      table[k] = (int32_t) pp_layout_pixel_offset(layout, 0, k);
+    }
+  }
 }
 
 /* Every aligned group of four inputs is four contiguous, 4-byte aligned
@@ -39,6 +46,17 @@ pp_cuda_a_for_layout(const pp_frame_layout *layout, const int32_t *host_table, c
     return a;
   }
   a.k_offset = device_table;
+  a.scale = layout->scale;
+  a.bias = layout->bias;
+  if (layout->is_yuv) {
+    /* Origins in pixels: rows (0, n), patches (gx·p, gy·p). */
+    a.kind = PP_A_YUV;
+    a.yuv = layout->yuv;
+    a.per_row = layout->kind == PP_LAYOUT_ROWS ? 1 : layout->patches_per_row;
+    a.row_step = layout->kind == PP_LAYOUT_ROWS ? 1 : layout->patch;
+    a.col_step = layout->kind == PP_LAYOUT_ROWS ? 0 : layout->patch;
+    return a;
+  }
   if (layout->kind == PP_LAYOUT_ROWS) {
     a.per_row = 1;
     a.row_step = layout->row_stride;

@@ -15,7 +15,6 @@ namespace pp
 {
 
 constexpr int kBK = 8;
-constexpr float kInv255 = 1.0f / 255.0f;
 
 template <int BM, int BN> struct Tile {
   static constexpr int COLS = BN / 8; /* threads across a row of the tile */
@@ -35,14 +34,26 @@ template <int BM, int BN> struct Tile {
   };
 };
 
-/* Byte offset of sample m's origin in the frame. */
+/* Byte offset of sample m's origin in the frame; for YUV its first pixel,
+ * x in the low 32 bits and y in the high. */
 __device__ __forceinline__ long long
 sample_origin(const pp_cuda_a &a, unsigned m)
 {
-  if (a.per_row == 1)
-    return (long long) m * a.row_step;
-  const unsigned row = m / a.per_row;
-  return (long long) row * a.row_step + (long long) (m - row * a.per_row) * a.col_step;
+  const unsigned row = a.per_row == 1 ? m : m / a.per_row;
+  const unsigned col = m - row * a.per_row;
+  if (a.kind == PP_A_YUV)
+    return (long long) (row * a.row_step) << 32 | (col * a.col_step);
+  return (long long) row * a.row_step + (long long) col * a.col_step;
+}
+
+/* Input k of the YUV sample whose first pixel is `origin`. */
+__device__ __forceinline__ float
+load_yuv(const pp_cuda_a &a, long long origin, unsigned k)
+{
+  const int32_t e = __ldg(a.k_offset + k);
+  const unsigned x = (unsigned) origin + PP_YUV_DX(e);
+  const unsigned y = (unsigned) (origin >> 32) + PP_YUV_DY(e);
+  return pp_yuv_channel(&a.yuv, static_cast<const uint8_t *>(a.data), x, y, PP_YUV_C(e));
 }
 
 /* Four consecutive inputs X[m][k..k+3] (zero past k_end or for a missing row). */
@@ -66,18 +77,30 @@ load_x4(const pp_cuda_a &a, long long origin, bool row_ok, unsigned m, unsigned 
       v.w = __ldg(row + k + 3);
     return v;
   }
+  if (a.kind == PP_A_YUV) {
+    v.x = load_yuv(a, origin, k);
+    if (k + 1 < k_end)
+      v.y = load_yuv(a, origin, k + 1);
+    if (k + 2 < k_end)
+      v.z = load_yuv(a, origin, k + 2);
+    if (k + 3 < k_end)
+      v.w = load_yuv(a, origin, k + 3);
+    return v;
+  }
   const unsigned char *base = static_cast<const unsigned char *>(a.data) + origin;
+  const float scale = a.scale, bias = a.bias;
   if (a.kind == PP_A_U8_VEC4) {
     const uchar4 p = __ldg(reinterpret_cast<const uchar4 *>(base + __ldg(a.k_offset + k)));
-    return make_float4(p.x * kInv255, p.y * kInv255, p.z * kInv255, p.w * kInv255);
+    return make_float4(fmaf(p.x, scale, bias), fmaf(p.y, scale, bias), fmaf(p.z, scale, bias),
+                       fmaf(p.w, scale, bias));
   }
-  v.x = __ldg(base + __ldg(a.k_offset + k)) * kInv255;
+  v.x = fmaf(__ldg(base + __ldg(a.k_offset + k)), scale, bias);
   if (k + 1 < k_end)
-    v.y = __ldg(base + __ldg(a.k_offset + k + 1)) * kInv255;
+    v.y = fmaf(__ldg(base + __ldg(a.k_offset + k + 1)), scale, bias);
   if (k + 2 < k_end)
-    v.z = __ldg(base + __ldg(a.k_offset + k + 2)) * kInv255;
+    v.z = fmaf(__ldg(base + __ldg(a.k_offset + k + 2)), scale, bias);
   if (k + 3 < k_end)
-    v.w = __ldg(base + __ldg(a.k_offset + k + 3)) * kInv255;
+    v.w = fmaf(__ldg(base + __ldg(a.k_offset + k + 3)), scale, bias);
   return v;
 }
 

@@ -47,3 +47,13 @@ DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
               "A thread that sleeps until a frame is nearly due, then polls its event "
               "(lower latency; uses some CPU)",
               "event-thread" })
+
+DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
+            { PP_COLOR_RGB,
+              "R,G,B in [0, 1] (YUV frames converted by the caps' colorimetry, chroma replicated "
+              "over the pixels it covers)",
+              "rgb" },
+            { PP_COLOR_LUMA,
+              "Luma alone in [0, 1] (YUV or GRAY8; only the luma plane of a planar frame is read): "
+              "K = width for rows, p*p for patches",
+              "luma" })

@@ -22,6 +22,9 @@ GType gst_cuda_mlp_precision_get_type(void);
 #define GST_TYPE_CUDA_MLP_COMPLETION (gst_cuda_mlp_completion_get_type())
 GType gst_cuda_mlp_completion_get_type(void);
 
+#define GST_TYPE_CUDA_MLP_COLOR (gst_cuda_mlp_color_get_type())
+GType gst_cuda_mlp_color_get_type(void);
+
 G_END_DECLS
 
 #endif

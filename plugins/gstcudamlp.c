@@ -20,7 +20,9 @@
 #include "gstcudamlp.h"
 
 #include <errno.h>
+#include <gst/video/video.h>
 
+#include "cudainput.h"
 #include "cudamlpenums.h"
 #include "gstpinnedallocator.h"
 #include "tensorcaps.h"
@@ -34,6 +36,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_mlp_debug);
 #define DEFAULT_HIDDEN_SIZE 1024
 #define DEFAULT_OUTPUTS 1
 #define DEFAULT_ACTIVATION PP_HIDDEN_AUTO
+#define DEFAULT_COLOR PP_COLOR_RGB
 #define DEFAULT_BACKEND PP_BACKEND_AUTO
 #define DEFAULT_DEVICE_ID 0
 #define DEFAULT_PRECISION PP_PRECISION_FP32
@@ -49,6 +52,7 @@ enum {
   PROP_HIDDEN_SIZE,
   PROP_OUTPUTS,
   PROP_HIDDEN_ACTIVATION,
+  PROP_COLOR,
   PROP_BACKEND,
   PROP_DEVICE_ID,
   PROP_PRECISION,
@@ -144,9 +148,10 @@ build_stats_locked(GstCudaMlp *self)
       stats.latency_p50_us, "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us, "latency-max-us",
       G_TYPE_DOUBLE, stats.latency_max_us, "h2d-mean-us", G_TYPE_DOUBLE, stats.h2d_mean_us,
       "mlp-mean-us", G_TYPE_DOUBLE, stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE,
-      stats.d2h_mean_us, "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, "submit-mean-us",
-      G_TYPE_DOUBLE, stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE,
-      stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
+      stats.d2h_mean_us, "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, "device-inputs",
+      G_TYPE_UINT64, stats.device_inputs, "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us,
+      "complete-mean-us", G_TYPE_DOUBLE, stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE,
+      stats.handoff_mean_us, NULL);
 }
 
 static GstStructure *
@@ -174,9 +179,12 @@ gst_cuda_mlp_start(GstCudaMlp *self)
 {
   GST_OBJECT_LOCK(self);
   gchar *model_path = g_strdup(self->model_path);
-  const pp_backend_options options = self->backend_options;
+  pp_backend_options options = self->backend_options;
   const pp_hidden_activation activation = self->hidden_activation;
   self->active_slots = self->slots;
+  /* The backend runs in the pipeline's CUDA context, so the kernels can read
+   * what NVDEC or cudaupload left in device memory. */
+  options.cuda_context = pp_cuda_input_handle(self->cuda_context);
   GST_OBJECT_UNLOCK(self);
 
   gchar *msg = NULL, *note = NULL;
@@ -237,10 +245,72 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
   self->model = NULL;
 }
 
+/* ---- the CUDA context shared with the pipeline --------------------------- */
+
+/* Frames in CUDA memory need the GPU backend: with backend=cpu there is no
+ * context, and caps in CUDA memory are not offered. */
+static void
+ensure_cuda_context(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  const pp_backend_kind kind = self->backend_options.kind;
+  const gint device = self->backend_options.device_id;
+  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
+  GST_OBJECT_UNLOCK(self);
+  if (kind == PP_BACKEND_CPU || !pp_backend_have_cuda())
+    return;
+  if (!pp_cuda_input_ensure_context(GST_ELEMENT(self), device, &ctx))
+    GST_INFO_OBJECT(self, "no CUDA context: frames in CUDA memory are not taken");
+  GST_OBJECT_LOCK(self);
+  gst_object_replace(&self->cuda_context, ctx);
+  GST_OBJECT_UNLOCK(self);
+  gst_clear_object(&ctx);
+}
+
+static void
+gst_cuda_mlp_set_context(GstElement *element, GstContext *context)
+{
+  GstCudaMlp *self = GST_CUDA_MLP(element);
+  GST_OBJECT_LOCK(self);
+  const gint device = self->backend_options.device_id;
+  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
+  GST_OBJECT_UNLOCK(self);
+  pp_cuda_input_set_context(element, context, device, &ctx);
+  GST_OBJECT_LOCK(self);
+  gst_object_replace(&self->cuda_context, ctx);
+  GST_OBJECT_UNLOCK(self);
+  gst_clear_object(&ctx);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+}
+
+static gboolean
+handle_context_query(GstCudaMlp *self, GstQuery *query)
+{
+  GST_OBJECT_LOCK(self);
+  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
+  GST_OBJECT_UNLOCK(self);
+  const gboolean handled = pp_cuda_input_handle_query(GST_ELEMENT(self), query, ctx);
+  gst_clear_object(&ctx);
+  return handled;
+}
+
+/* Whether frames in CUDA memory can be read: a context and the GPU backend. */
+static gboolean
+takes_cuda_memory(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  const gboolean ok = self->cuda_context &&
+                      (!self->engine || g_str_equal(pp_engine_backend_name(self->engine), "cuda"));
+  GST_OBJECT_UNLOCK(self);
+  return ok;
+}
+
 static GstStateChangeReturn
 gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
 {
   GstCudaMlp *self = GST_CUDA_MLP(element);
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY)
+    ensure_cuda_context(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !gst_cuda_mlp_start(self))
     return GST_STATE_CHANGE_FAILURE;
   const GstStateChangeReturn ret =
@@ -248,6 +318,11 @@ gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY ||
       (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_FAILURE))
     gst_cuda_mlp_stop(self);
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
+    GST_OBJECT_LOCK(self);
+    gst_clear_object(&self->cuda_context);
+    GST_OBJECT_UNLOCK(self);
+  }
   return ret;
 }
 
@@ -294,13 +369,17 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   GST_OBJECT_LOCK(self);
   const pp_mapping mapping = self->mapping;
   const guint patch = self->patch_size;
+  const pp_color color = self->color;
   GST_OBJECT_UNLOCK(self);
 
   pp_frame_layout layout;
   gint fps_n, fps_d;
   gchar *msg = NULL;
   const pp_model *model = NULL;
-  if (!pp_caps_to_layout(caps, mapping, patch, &layout, &fps_n, &fps_d, &msg) ||
+  const gboolean device_input = pp_caps_are_cuda_memory(caps);
+  if (device_input && !takes_cuda_memory(self))
+    msg = g_strdup("frames in CUDA memory need backend=cuda and a GPU");
+  if (msg || !pp_caps_to_layout(caps, mapping, patch, color, &layout, &fps_n, &fps_d, &msg) ||
       !(model = model_for(self, layout.k, &msg))) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
                       ("%s (caps %" GST_PTR_FORMAT ")", msg, caps));
@@ -316,6 +395,7 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
     return FALSE;
   }
   self->layout = layout;
+  self->device_input = device_input;
   self->model = model;
   if (!make_output_pool(self, model)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate output buffers."), (NULL));
@@ -368,7 +448,23 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
     goto drop;
 
   GstCudaMlpFrame *s = &self->frames[ticket];
-  if (!gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
+  pp_job job = { .output_pinned = self->pinned };
+  pp_cuda_input_where where = PP_CUDA_INPUT_HOST;
+  if (pp_cuda_input_is_device(buffer)) {
+    GST_OBJECT_LOCK(self);
+    GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
+    GST_OBJECT_UNLOCK(self);
+    where = pp_cuda_input_map(buffer, ctx, &self->layout, &s->input_map, &job, &msg);
+    gst_clear_object(&ctx);
+    if (where == PP_CUDA_INPUT_ERROR) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read a frame in CUDA memory."), ("%s", msg));
+      g_free(msg);
+      gst_buffer_unref(output);
+      flow = GST_FLOW_ERROR;
+      goto drop;
+    }
+  }
+  if (where == PP_CUDA_INPUT_HOST && !gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, RESOURCE, READ, (NULL), ("Cannot map an input buffer."));
     gst_buffer_unref(output);
     flow = GST_FLOW_ERROR;
@@ -377,12 +473,11 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   gst_buffer_map(output, &s->output_map, GST_MAP_WRITE);
   s->input = buffer;
   s->output = output;
-  const pp_job job = {
-    .input = s->input_map.data,
-    .input_pinned = self->pinned && gst_pp_buffer_is_pinned(buffer),
-    .output = (float *) s->output_map.data,
-    .output_pinned = self->pinned,
-  };
+  if (where == PP_CUDA_INPUT_HOST) {
+    job.input = s->input_map.data;
+    job.input_pinned = self->pinned && gst_pp_buffer_is_pinned(buffer);
+  }
+  job.output = (float *) s->output_map.data;
   const int rc = pp_engine_submit(self->engine, ticket, &job, s, &msg);
   if (rc < 0) {
     release_frame(s);
@@ -537,16 +632,33 @@ propose_allocation(GstCudaMlp *self, GstQuery *query)
   GST_OBJECT_LOCK(self);
   const pp_mapping mapping = self->mapping;
   const guint patch = self->patch_size;
+  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
   GST_OBJECT_UNLOCK(self);
   pp_frame_layout layout;
   gint fps_n, fps_d;
   g_autofree gchar *msg = NULL;
-  if (!pp_caps_to_layout(caps, mapping, patch, &layout, &fps_n, &fps_d, &msg))
+  /* RGB: the size of a whole frame whatever the model reads of it. */
+  if (!pp_caps_to_layout(caps, mapping, patch, PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg)) {
+    gst_clear_object(&ctx);
     return FALSE;
+  }
 
   /* Enough buffers for every frame in flight plus one being filled upstream. */
   const guint min_buffers = self->active_slots * PP_TICKETS_PER_SLOT + 1;
   GstBufferPool *pool = NULL;
+  if (pp_caps_are_cuda_memory(caps)) {
+    /* Device memory in our context for cudaupload; frames keep their own
+     * strides (video meta). */
+    if (need_pool && ctx)
+      pool = pp_cuda_input_pool(ctx, caps, layout.frame_bytes, min_buffers);
+    gst_clear_object(&ctx);
+    gst_query_add_allocation_pool(query, pool, layout.frame_bytes, min_buffers, 0);
+    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+    if (pool)
+      gst_object_unref(pool);
+    return TRUE;
+  }
+  gst_clear_object(&ctx);
   if (need_pool)
     pool = gst_pp_pinned_pool_new(self->allocator, caps, layout.frame_bytes, min_buffers, 0);
   gst_query_add_allocation_pool(query, pool, layout.frame_bytes, min_buffers, 0);
@@ -563,8 +675,32 @@ static gboolean
 gst_cuda_mlp_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
 {
   GstCudaMlp *self = GST_CUDA_MLP(parent);
-  if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION)
-    return propose_allocation(self, query);
+  switch (GST_QUERY_TYPE(query)) {
+    case GST_QUERY_ALLOCATION:
+      return propose_allocation(self, query);
+    case GST_QUERY_CONTEXT:
+      if (handle_context_query(self, query))
+        return TRUE;
+      break;
+    case GST_QUERY_CAPS: {
+      GstCaps *filter, *caps;
+      gst_query_parse_caps(query, &filter);
+      GST_OBJECT_LOCK(self);
+      const pp_color color = self->color;
+      GST_OBJECT_UNLOCK(self);
+      caps = pp_sink_caps(takes_cuda_memory(self), color);
+      if (filter) {
+        GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
+        gst_caps_unref(caps);
+        caps = both;
+      }
+      gst_query_set_caps_result(query, caps);
+      gst_caps_unref(caps);
+      return TRUE;
+    }
+    default:
+      break;
+  }
   return gst_pad_query_default(pad, parent, query);
 }
 
@@ -572,6 +708,8 @@ static gboolean
 gst_cuda_mlp_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
 {
   GstCudaMlp *self = GST_CUDA_MLP(parent);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT && handle_context_query(self, query))
+    return TRUE;
   if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY)
     return gst_pad_query_default(pad, parent, query);
 
@@ -627,6 +765,9 @@ gst_cuda_mlp_set_property(GObject *object, guint prop_id, const GValue *value, G
     case PROP_HIDDEN_ACTIVATION:
       self->hidden_activation = g_value_get_enum(value);
       break;
+    case PROP_COLOR:
+      self->color = g_value_get_enum(value);
+      break;
     case PROP_BACKEND:
       self->backend_options.kind = g_value_get_enum(value);
       break;
@@ -677,6 +818,9 @@ gst_cuda_mlp_get_property(GObject *object, guint prop_id, GValue *value, GParamS
     case PROP_HIDDEN_ACTIVATION:
       g_value_set_enum(value, self->hidden_activation);
       break;
+    case PROP_COLOR:
+      g_value_set_enum(value, self->color);
+      break;
     case PROP_BACKEND:
       g_value_set_enum(value, self->backend_options.kind);
       break;
@@ -702,6 +846,7 @@ gst_cuda_mlp_finalize(GObject *object)
   GstCudaMlp *self = GST_CUDA_MLP(object);
   g_free(self->model_path);
   g_clear_pointer(&self->last_stats, gst_structure_free);
+  gst_clear_object(&self->cuda_context);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -744,6 +889,10 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
   properties[PROP_HIDDEN_ACTIVATION] = g_param_spec_enum(
       "hidden-activation", "Hidden activation", "Activation between the two layers",
       GST_TYPE_CUDA_MLP_ACTIVATION, DEFAULT_ACTIVATION, CONFIG_FLAGS);
+  properties[PROP_COLOR] = g_param_spec_enum(
+      "color", "Color",
+      "What the model sees of a pixel: R,G,B (YUV frames are converted on the GPU) or luma alone",
+      GST_TYPE_CUDA_MLP_COLOR, DEFAULT_COLOR, CONFIG_FLAGS);
   properties[PROP_BACKEND] =
       g_param_spec_enum("backend", "Backend", "Where the MLP runs", GST_TYPE_CUDA_MLP_BACKEND,
                         DEFAULT_BACKEND, CONFIG_FLAGS);
@@ -772,6 +921,7 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
       "Runs a two-layer perceptron on every frame with several frames in flight on the GPU",
       "pingpong developers");
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_mlp_change_state);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_mlp_set_context);
 
   GST_DEBUG_CATEGORY_INIT(gst_cuda_mlp_debug, "cudamlp", 0, "pingpong CUDA MLP element");
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_MAPPING, 0);
@@ -779,6 +929,7 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_ACTIVATION, 0);
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_PRECISION, 0);
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_COMPLETION, 0);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_MLP_COLOR, 0);
 }
 
 static void
@@ -805,6 +956,7 @@ gst_cuda_mlp_init(GstCudaMlp *self)
   self->hidden_size = DEFAULT_HIDDEN_SIZE;
   self->outputs = DEFAULT_OUTPUTS;
   self->hidden_activation = DEFAULT_ACTIVATION;
+  self->color = DEFAULT_COLOR;
   self->backend_options = (pp_backend_options){
     .kind = DEFAULT_BACKEND,
     .device_id = DEFAULT_DEVICE_ID,

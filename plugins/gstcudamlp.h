@@ -35,7 +35,12 @@ struct _GstCudaMlp {
   guint hidden_size;
   guint outputs;
   pp_hidden_activation hidden_activation;
+  pp_color color;
   pp_backend_options backend_options;
+
+  /* From READY: the CUDA context shared with the pipeline (a GstCudaContext),
+   * or NULL where CUDA memory cannot be used. Under the object lock. */
+  GstObject *cuda_context;
 
   /* From start to stop. */
   pp_engine *engine;
@@ -47,6 +52,7 @@ struct _GstCudaMlp {
 
   /* From set_caps. */
   pp_frame_layout layout;
+  gboolean device_input; /* caps say memory:CUDAMemory */
   const pp_model *model;
   GstBufferPool *output_pool;
   GstClockTime frame_duration;

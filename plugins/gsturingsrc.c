@@ -190,7 +190,7 @@ frame_size_of(GstCaps *caps, GstClockTime *duration)
   g_autofree gchar *msg = NULL;
   *duration = GST_CLOCK_TIME_NONE;
   if (!caps || !gst_caps_is_fixed(caps) ||
-      !pp_caps_to_layout(caps, PP_MAPPING_ROWS, 1, &layout, &fps_n, &fps_d, &msg))
+      !pp_caps_to_layout(caps, PP_MAPPING_ROWS, 1, PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg))
     return 0;
   if (fps_n > 0)
     *duration = gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n);

@@ -79,9 +79,95 @@ tensor_layout(const GstStructure *s, pp_frame_layout *layout, gchar **msg)
   return pp_layout_for_tensor(n, k, layout, msg) == 0;
 }
 
+static gboolean
+is_yuv_format(GstVideoFormat format)
+{
+  switch (format) {
+    case GST_VIDEO_FORMAT_NV12:
+    case GST_VIDEO_FORMAT_NV21:
+    case GST_VIDEO_FORMAT_I420:
+    case GST_VIDEO_FORMAT_YV12:
+    case GST_VIDEO_FORMAT_YUY2:
+    case GST_VIDEO_FORMAT_UYVY:
+      return TRUE;
+    default:
+      return FALSE;
+  }
+}
+
+/* Where GstVideoInfo puts each component and plane, and the colorimetry's
+ * matrix and range, for the core's YUV reader. */
+static gboolean
+yuv_layout(const GstVideoInfo *info, pp_mapping mapping, guint patch, pp_color color,
+           pp_frame_layout *layout, gchar **msg)
+{
+  const GstVideoFormatInfo *f = info->finfo;
+  const guint width = GST_VIDEO_INFO_WIDTH(info), height = GST_VIDEO_INFO_HEIGHT(info);
+  pp_yuv_frame y = {
+    .width = width,
+    .height = height,
+    .xshift = GST_VIDEO_FORMAT_INFO_W_SUB(f, 1),
+    .yshift = GST_VIDEO_FORMAT_INFO_H_SUB(f, 1),
+    .x_cosited = (info->chroma_site & GST_VIDEO_CHROMA_SITE_H_COSITED) != 0,
+    .y_cosited = (info->chroma_site & GST_VIDEO_CHROMA_SITE_V_COSITED) != 0,
+    .full_range = info->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255,
+    .n_planes = GST_VIDEO_INFO_N_PLANES(info),
+    .frame_bytes = GST_VIDEO_INFO_SIZE(info),
+  };
+  for (guint c = 0; c < 3; c++) {
+    y.offset[c] = GST_VIDEO_INFO_COMP_OFFSET(info, c);
+    y.stride[c] = GST_VIDEO_INFO_COMP_STRIDE(info, c);
+    y.step[c] = GST_VIDEO_INFO_COMP_PSTRIDE(info, c);
+  }
+  for (guint p = 0; p < y.n_planes && p < PP_MAX_PLANES; p++) {
+    pp_plane *plane = &y.planes[p];
+    plane->offset = GST_VIDEO_INFO_PLANE_OFFSET(info, p);
+    plane->stride = GST_VIDEO_INFO_PLANE_STRIDE(info, p);
+    for (guint c = 0; c < 3; c++) {
+      if (GST_VIDEO_FORMAT_INFO_PLANE(f, c) != p)
+        continue;
+      const guint cols = GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(f, c, width);
+      const guint rows = GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(f, c, height);
+      plane->row_bytes = MAX(plane->row_bytes, cols * GST_VIDEO_FORMAT_INFO_PSTRIDE(f, c));
+      plane->rows = MAX(plane->rows, rows);
+    }
+    plane->row_bytes = MIN(plane->row_bytes, plane->stride);
+  }
+  gdouble kr, kb;
+  if (!gst_video_color_matrix_get_Kr_Kb(info->colorimetry.matrix, &kr, &kb)) {
+    g_autofree gchar *colorimetry = gst_video_colorimetry_to_string(&info->colorimetry);
+    *msg = g_strdup_printf("colorimetry '%s' has no YUV matrix (BT.601, BT.709, BT.2020, ...)",
+                           colorimetry ? colorimetry : "unknown");
+    return FALSE;
+  }
+  y.kr = kr;
+  y.kb = kb;
+  return pp_layout_for_yuv(&y, color, mapping, patch, layout, msg) == 0;
+}
+
 gboolean
-pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_frame_layout *layout,
-                  gint *fps_n, gint *fps_d, gchar **msg)
+pp_caps_are_cuda_memory(GstCaps *caps)
+{
+  GstCapsFeatures *features = gst_caps_get_size(caps) ? gst_caps_get_features(caps, 0) : NULL;
+  return features && gst_caps_features_contains(features, "memory:CUDAMemory");
+}
+
+GstCaps *
+pp_sink_caps(gboolean cuda_memory, pp_color color)
+{
+  const gchar *system = color == PP_COLOR_LUMA ? PP_VIDEO_CAPS("", PP_LUMA_FORMATS)
+                                               : PP_VIDEO_CAPS("", PP_VIDEO_FORMATS);
+  const gchar *device = !cuda_memory ? ""
+                        : color == PP_COLOR_LUMA
+                            ? PP_VIDEO_CAPS("(memory:CUDAMemory)", PP_LUMA_FORMATS) "; "
+                            : PP_VIDEO_CAPS("(memory:CUDAMemory)", PP_VIDEO_FORMATS) "; ";
+  g_autofree gchar *all = g_strconcat(device, system, "; ", PP_TENSOR_SINK_CAPS, NULL);
+  return gst_caps_from_string(all);
+}
+
+gboolean
+pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_color color,
+                  pp_frame_layout *layout, gint *fps_n, gint *fps_d, gchar **msg)
 {
   if (!gst_caps_is_fixed(caps)) {
     *msg = g_strdup("caps are not fixed");
@@ -101,6 +187,13 @@ pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_frame_layou
     *msg = g_strdup("incomplete video caps");
     return FALSE;
   }
+  if (is_yuv_format(GST_VIDEO_INFO_FORMAT(&info)))
+    return yuv_layout(&info, mapping, patch, color, layout, msg);
+  if (color == PP_COLOR_LUMA && GST_VIDEO_INFO_FORMAT(&info) != GST_VIDEO_FORMAT_GRAY8) {
+    *msg = g_strdup_printf("color=luma reads GRAY8 or YUV frames, not %s",
+                           gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)));
+    return FALSE;
+  }
   if (!pixel_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
     *msg = g_strdup_printf("video format %s is not one of " PP_VIDEO_FORMATS,
                            gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)));
@@ -111,6 +204,7 @@ pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_frame_layou
     return FALSE;
   /* GstVideoInfo's size is what a default-strided frame of these caps holds. */
   layout->frame_bytes = GST_VIDEO_INFO_SIZE(&info);
+  layout->planes[0].rows = GST_VIDEO_INFO_HEIGHT(&info);
   return TRUE;
 }
 

@@ -9,21 +9,44 @@
 
 G_BEGIN_DECLS
 
-#define PP_VIDEO_FORMATS "{ GRAY8, RGB, BGR, RGBA, BGRA, RGBx, BGRx }"
+/* YUV formats go in as they are: converted to R,G,B (or read as luma) in
+ * the kernels' loads. */
+#define PP_YUV_FORMATS "NV12, NV21, I420, YV12, YUY2, UYVY"
+#define PP_VIDEO_FORMATS "{ GRAY8, RGB, BGR, RGBA, BGRA, RGBx, BGRx, " PP_YUV_FORMATS " }"
+/* What color=luma reads: the Y plane, or GRAY8 as it is. */
+#define PP_LUMA_FORMATS "{ GRAY8, " PP_YUV_FORMATS " }"
 
-#define PP_SINK_CAPS                                                                               \
-  "video/x-raw, format = (string) " PP_VIDEO_FORMATS ", width = (int) [ 1, MAX ], "                \
-  "height = (int) [ 1, MAX ], framerate = (fraction) [ 0/1, MAX ]; "                               \
+#define PP_VIDEO_CAPS(features, formats)                                                           \
+  "video/x-raw" features ", format = (string) " formats ", width = (int) [ 1, MAX ], "             \
+  "height = (int) [ 1, MAX ], framerate = (fraction) [ 0/1, MAX ]"
+#define PP_TENSOR_SINK_CAPS                                                                        \
   "other/tensors, format = (string) static, num_tensors = (int) 1, types = (string) float32, "     \
   "framerate = (fraction) [ 0/1, MAX ]"
+
+#ifdef PP_HAVE_GST_CUDA
+#define PP_CUDA_MEMORY_CAPS(formats) PP_VIDEO_CAPS("(memory:CUDAMemory)", formats) "; "
+#else
+#define PP_CUDA_MEMORY_CAPS(formats) ""
+#endif
+
+#define PP_SINK_CAPS                                                                               \
+  PP_CUDA_MEMORY_CAPS(PP_VIDEO_FORMATS) PP_VIDEO_CAPS("", PP_VIDEO_FORMATS) ";"                    \
+                                                                            " " PP_TENSOR_SINK_CAPS
+
+/* What the sink pad takes now: frames in CUDA memory only when they can be
+ * read there, RGB formats only when the model sees colour. */
+GstCaps *pp_sink_caps(gboolean cuda_memory, pp_color color);
 
 #define PP_SRC_CAPS                                                                                \
   "other/tensors, format = (string) static, num_tensors = (int) 1, types = (string) float32, "     \
   "framerate = (fraction) [ 0/1, MAX ]"
 
 /* Fills `layout` for frames of `caps`; on failure *msg says why (free it). */
-gboolean pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_frame_layout *layout,
-                           gint *fps_n, gint *fps_d, gchar **msg);
+gboolean pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_color color,
+                           pp_frame_layout *layout, gint *fps_n, gint *fps_d, gchar **msg);
+
+/* Whether `caps` carry frames in CUDA memory. */
+gboolean pp_caps_are_cuda_memory(GstCaps *caps);
 
 /* other/tensors caps for N rows of O float32 outputs: dimensions=O:N:1:1. */
 GstCaps *pp_caps_for_outputs(guint outputs, guint n, gint fps_n, gint fps_d);

@@ -36,6 +36,12 @@ typedef struct {
   bool input_pinned;
   float *output;
   bool output_pinned;
+  /* The frame is in device memory of the backend's CUDA context instead
+   * (`input` unused): layout plane i starts at device_planes[i], rows
+   * device_pitch[i] bytes apart. The backend reads it with no host copy. */
+  bool input_on_device;
+  const void *device_planes[PP_MAX_PLANES];
+  size_t device_pitch[PP_MAX_PLANES];
 } pp_job;
 
 /* Time each stage of one frame took on the device, in microseconds; negative
@@ -83,6 +89,8 @@ struct pp_backend {
   /* Frames whose input had to be copied into staging memory first; read
    * with __atomic loads from other threads. */
   uint64_t staged_inputs;
+  /* Frames read from device memory (no host-to-device copy), likewise. */
+  uint64_t device_inputs;
 };
 
 typedef enum {
@@ -106,6 +114,10 @@ typedef struct {
   int device_id;
   pp_precision precision;
   pp_completion completion;
+  /* A CUcontext (CUDA driver API) to run in instead of the device's primary
+   * context: the one a GStreamer pipeline shares, so that device memory from
+   * its other elements can be read. NULL: the primary context. */
+  void *cuda_context;
 } pp_backend_options;
 
 /* Opens the backend `opts->kind` asks for. AUTO takes CUDA when a device is

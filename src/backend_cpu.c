@@ -162,6 +162,10 @@ cpu_submit(pp_backend *base, unsigned slot, const pp_job *job, char **msg)
     *msg = g_strdup_printf("slot %u is not configured", slot);
     return -EINVAL;
   }
+  if (job->input_on_device) {
+    *msg = g_strdup("the CPU backend reads frames in host memory, not device memory");
+    return -EINVAL;
+  }
   worker *w = &b->workers[slot];
   g_mutex_lock(&w->lock);
   w->job = *job;

@@ -69,6 +69,10 @@ typedef struct {
 struct cuda_backend {
   pp_backend base;
   int device;
+  /* The shared CUcontext to run in, or NULL for the device's primary one;
+   * every thread binds it before its CUDA calls (bind_context). */
+  void *context;
+  int (*ctx_set_current)(void *ctx);
   pp_precision precision;
   pp_completion completion;
   bool use_graphs;
@@ -154,6 +158,51 @@ blas_fail(char **msg, const char *call, cublasStatus_t status, int line)
     if (status_ != CUBLAS_STATUS_SUCCESS)                                                          \
       return blas_fail(msg, #call, status_, __LINE__);                                             \
   } while (0)
+
+/* ---- context ------------------------------------------------------------- */
+
+/* Makes the backend's context current on the calling thread: the primary
+ * context of its device, or the shared one it was given. The runtime API
+ * then runs everything in it. */
+static cudaError_t
+bind_context(cuda_backend *b)
+{
+  if (!b->context)
+    return cudaSetDevice(b->device);
+  return b->ctx_set_current(b->context) == 0 ? cudaSuccess : cudaErrorDeviceUninitialized;
+}
+
+/* cuCtxSetCurrent and cuCtxGetDevice from the driver through the runtime, so
+ * nothing links libcuda (a machine without a driver still loads us). */
+static int
+adopt_context(cuda_backend *b, void *context, char **msg)
+{
+  void *set_current = NULL, *get_device = NULL;
+  enum cudaDriverEntryPointQueryResult found;
+  CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set_current, 12000,
+                                              cudaEnableDefault, &found));
+  if (found == cudaDriverEntryPointSuccess)
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuCtxGetDevice", &get_device, 12000,
+                                                cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || !set_current || !get_device) {
+    *msg = g_strdup("the CUDA driver lacks cuCtxSetCurrent/cuCtxGetDevice");
+    return -ENOSYS;
+  }
+  int device = -1;
+  b->ctx_set_current = (int (*)(void *)) set_current;
+  if (b->ctx_set_current(context) != 0 || ((int (*)(int *)) get_device)(&device) != 0) {
+    *msg = g_strdup("cannot make the shared CUDA context current");
+    return -EIO;
+  }
+  if (device != b->device) {
+    *msg = g_strdup_printf("the pipeline's CUDA context is on GPU %d but device-id is %d; set "
+                           "device-id=%d or give the elements upstream the same device",
+                           device, b->device, device);
+    return -ENODEV;
+  }
+  b->context = context;
+  return 0;
+}
 
 /* ---- host memory ---------------------------------------------------------- */
 
@@ -322,7 +371,7 @@ static gpointer
 waiter_main(gpointer data)
 {
   cuda_backend *b = data;
-  cudaSetDevice(b->device);
+  bind_context(b);
   /* Sleep to within microseconds of the expected completion, not 50. */
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   g_mutex_lock(&b->lock);
@@ -358,16 +407,38 @@ waiter_main(gpointer data)
 
 /* ---- pp_backend_ops ----------------------------------------------------------- */
 
+/* A frame already on the device: each plane copied into the slot's frame
+ * at the layout's strides (a few µs of device bandwidth for 1080p NV12), so
+ * the captured graph reads it where it reads uploaded frames, whatever
+ * pitch upstream allocated with. */
+static cudaError_t
+gather_device_planes(cuda_backend *b, cuda_slot *s, const pp_job *job)
+{
+  const pp_frame_layout *l = &b->layout;
+  for (uint32_t i = 0; i < l->n_planes; i++) {
+    const pp_plane *p = &l->planes[i];
+    const cudaError_t err = cudaMemcpy2DAsync(
+        (uint8_t *) s->d_in + p->offset, p->stride, job->device_planes[i], job->device_pitch[i],
+        p->row_bytes, p->rows, cudaMemcpyDeviceToDevice, s->stream);
+    if (err != cudaSuccess)
+      return err;
+  }
+  __atomic_add_fetch(&b->base.device_inputs, 1, __ATOMIC_RELAXED);
+  return cudaSuccess;
+}
+
 static int
 cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
   cuda_slot *s = &b->slots[index];
   const int64_t t0 = pp_now_ns();
-  CUDA_CHECK(cudaSetDevice(b->device));
+  CUDA_CHECK(bind_context(b));
 
   const void *src = job->input;
-  if (!job->input_pinned) {
+  if (job->input_on_device) {
+    src = NULL;
+  } else if (!job->input_pinned) {
     memcpy(s->staging_in, job->input, b->layout.frame_bytes);
     src = s->staging_in;
     __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
@@ -380,7 +451,9 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   int rc = 0;
   cudaError_t err = mark(s, s->ev_start);
   if (err == cudaSuccess)
-    err = cudaMemcpyAsync(s->d_in, src, b->layout.frame_bytes, cudaMemcpyHostToDevice, s->stream);
+    err = src ? cudaMemcpyAsync(s->d_in, src, b->layout.frame_bytes, cudaMemcpyHostToDevice,
+                                s->stream)
+              : gather_device_planes(b, s, job);
   if (err == cudaSuccess)
     err = mark(s, s->ev_h2d);
   if (err != cudaSuccess)
@@ -444,7 +517,7 @@ static int
 cuda_sync(pp_backend *base)
 {
   cuda_backend *b = (cuda_backend *) base;
-  cudaSetDevice(b->device);
+  bind_context(b);
   for (unsigned i = 0; i < b->n_slots; i++)
     cudaStreamSynchronize(b->slots[i].stream);
   g_mutex_lock(&b->lock);
@@ -458,7 +531,7 @@ static int
 cuda_poll(pp_backend *base, unsigned index, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
-  CUDA_CHECK(cudaSetDevice(b->device));
+  CUDA_CHECK(bind_context(b));
   const cudaError_t err = cudaStreamQuery(b->slots[index].stream);
   if (err == cudaSuccess || err == cudaErrorNotReady)
     return 0;
@@ -751,7 +824,7 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
     *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, model->k);
     return -EINVAL;
   }
-  CUDA_CHECK(cudaSetDevice(b->device));
+  CUDA_CHECK(bind_context(b));
   cuda_sync(base);
   free_slots(b);
   int rc = 0;
@@ -837,7 +910,7 @@ cuda_destroy(pp_backend *base)
                b->trace_frames, b->trace_us[0] / n, b->trace_us[1] / n, b->trace_us[2] / n,
                b->trace_us[3] / n, b->trace_us[4] / n, b->description);
   }
-  cudaSetDevice(b->device);
+  bind_context(b);
   cuda_sync(base);
   g_mutex_lock(&b->lock);
   b->quit = true;
@@ -863,7 +936,7 @@ static const pp_backend_ops cuda_ops = {
 };
 
 static int
-open_device(cuda_backend *b, int device, char **msg)
+open_device(cuda_backend *b, int device, void *context, char **msg)
 {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
@@ -877,8 +950,14 @@ open_device(cuda_backend *b, int device, char **msg)
                            count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
     return -ENODEV;
   }
-  CUDA_CHECK(cudaSetDevice(device));
-  CUDA_CHECK(cudaFree(0)); /* creates the context now, not on the first frame */
+  if (context) {
+    const int rc = adopt_context(b, context, msg);
+    if (rc < 0)
+      return rc;
+  } else {
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaFree(0)); /* creates the context now, not on the first frame */
+  }
   CUDA_CHECK(cudaStreamCreateWithFlags(&b->setup_stream, cudaStreamNonBlocking));
   BLAS_CHECK(cublasLtCreate(&b->lt));
   return 0;
@@ -898,7 +977,7 @@ pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg
   g_mutex_init(&b->lock);
   g_cond_init(&b->wake);
   g_queue_init(&b->pending);
-  const int rc = open_device(b, opts->device_id, msg);
+  const int rc = open_device(b, opts->device_id, opts->cuda_context, msg);
   if (rc < 0) {
     free_backend(b);
     return rc;
@@ -950,7 +1029,7 @@ ready_to_time(cuda_backend *b, unsigned reps, char **msg)
     *msg = g_strdup("the backend is not configured");
     return -EINVAL;
   }
-  CUDA_CHECK(cudaSetDevice(b->device));
+  CUDA_CHECK(bind_context(b));
   cuda_sync(&b->base);
   return 0;
 }

@@ -20,6 +20,7 @@ typedef struct {
   double mlp_mean_us;
   double d2h_mean_us;
   uint64_t staged_inputs; /* frames copied into staging memory before upload */
+  uint64_t device_inputs; /* frames read from device memory: no upload */
   /* Where a frame's latency goes, means in microseconds: the backend's
    * submit call, from its return to the completion callback (device work
    * plus launch and callback latency), and from the callback to pop. */

@@ -594,8 +594,8 @@ test_unacceptable_caps(void **state)
   GstBus *bus;
   GstHarness *h = harness_for(make_mlp(NULL, NULL), &bus);
   /* Not in the template: refused before the element sees it. */
-  gst_harness_set_src_caps_str(h, "video/x-raw,format=I420,width=8,height=8,framerate=0/1");
-  assert_int_equal(gst_harness_push(h, gst_buffer_new_allocate(NULL, 96, NULL)),
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=Y444,width=8,height=8,framerate=0/1");
+  assert_int_equal(gst_harness_push(h, gst_buffer_new_allocate(NULL, 192, NULL)),
                    GST_FLOW_NOT_NEGOTIATED);
   finish(h, bus);
 

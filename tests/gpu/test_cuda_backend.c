@@ -103,7 +103,12 @@ submit(run *r, int i)
   unsigned slot;
   char *msg = NULL;
   assert_int_equal(pp_engine_acquire(r->engine, &slot), 0);
-  const pp_job job = { r->frames[i], r->pinned, r->outputs[i], r->pinned };
+  const pp_job job = {
+    .input = r->frames[i],
+    .input_pinned = r->pinned,
+    .output = r->outputs[i],
+    .output_pinned = r->pinned,
+  };
   if (pp_engine_submit(r->engine, slot, &job, GINT_TO_POINTER(i + 1), &msg) < 0)
     fail_msg("submit: %s", msg);
 }
