@@ -16,6 +16,12 @@
 #else
 #define PP_HOST_DEVICE static inline
 #endif
+/* A frame byte: through the read-only cache on the GPU. */
+#ifdef __CUDA_ARCH__
+#define PP_FRAME_BYTE(p) __ldg(p)
+#else
+#define PP_FRAME_BYTE(p) (*(p))
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,36 +129,40 @@ pp_yuv_between(float p, uint32_t n, uint32_t *i0, uint32_t *i1)
 /* Chroma component c (1: U, 2: V) at chroma columns x0/x1 (weight fx) and
  * rows y0/y1 (weight fy), minus 128. */
 PP_HOST_DEVICE float
-pp_yuv_chroma(const pp_yuv *f, const uint8_t *frame, uint32_t c, uint32_t x0, uint32_t x1, float fx,
+pp_yuv_chroma(const pp_yuv f, const uint8_t *frame, uint32_t c, uint32_t x0, uint32_t x1, float fx,
               uint32_t y0, uint32_t y1, float fy)
 {
-  const uint8_t *r0 = frame + f->offset[c] + (size_t) y0 * f->stride[c];
-  const uint8_t *r1 = frame + f->offset[c] + (size_t) y1 * f->stride[c];
-  const float a = r0[(size_t) x0 * f->step[c]], b = r0[(size_t) x1 * f->step[c]];
-  const float d = r1[(size_t) x0 * f->step[c]], e = r1[(size_t) x1 * f->step[c]];
+  const uint8_t *r0 = frame + f.offset[c] + (size_t) y0 * f.stride[c];
+  const uint8_t *r1 = frame + f.offset[c] + (size_t) y1 * f.stride[c];
+  const float a = PP_FRAME_BYTE(r0 + (size_t) x0 * f.step[c]);
+  const float b = PP_FRAME_BYTE(r0 + (size_t) x1 * f.step[c]);
+  const float d = PP_FRAME_BYTE(r1 + (size_t) x0 * f.step[c]);
+  const float e = PP_FRAME_BYTE(r1 + (size_t) x1 * f.step[c]);
   const float top = a + (b - a) * fx, bottom = d + (e - d) * fx;
   return top + (bottom - top) * fy - 128.0f;
 }
 
-/* Channel c (R, G or B) of pixel (x, y) of a YUV frame. */
+/* Channel c (R, G or B) of pixel (x, y) of a YUV frame. By value: on the
+ * GPU the fields then stay in kernel parameters, not a local copy. */
 PP_HOST_DEVICE float
-pp_yuv_channel(const pp_yuv *f, const uint8_t *frame, uint32_t x, uint32_t y, uint32_t c)
+pp_yuv_channel(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, uint32_t c)
 {
-  const float luma = frame[f->offset[0] + (size_t) y * f->stride[0] + (size_t) x * f->step[0]];
-  const float yp = luma * f->luma_scale + f->luma_bias;
+  const float luma =
+      PP_FRAME_BYTE(frame + f.offset[0] + (size_t) y * f.stride[0] + (size_t) x * f.step[0]);
+  const float yp = luma * f.luma_scale + f.luma_bias;
   uint32_t x0, x1, y0, y1;
-  const float fx = pp_yuv_between((float) x * f->x_scale - f->x_offset, f->chroma_w, &x0, &x1);
-  const float fy = pp_yuv_between((float) y * f->y_scale - f->y_offset, f->chroma_h, &y0, &y1);
+  const float fx = pp_yuv_between((float) x * f.x_scale - f.x_offset, f.chroma_w, &x0, &x1);
+  const float fy = pp_yuv_between((float) y * f.y_scale - f.y_offset, f.chroma_h, &y0, &y1);
   float v;
   if (c == 0) {
-    v = yp + f->r_cr * f->c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
+    v = yp + f.r_cr * f.c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
   } else {
-    const float cb = f->c_scale * pp_yuv_chroma(f, frame, 1, x0, x1, fx, y0, y1, fy);
+    const float cb = f.c_scale * pp_yuv_chroma(f, frame, 1, x0, x1, fx, y0, y1, fy);
     if (c == 2)
-      v = yp + f->b_cb * cb;
+      v = yp + f.b_cb * cb;
     else
-      v = yp + f->g_cb * cb +
-          f->g_cr * f->c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
+      v = yp + f.g_cb * cb +
+          f.g_cr * f.c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
   }
   return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
 }
@@ -173,7 +183,7 @@ pp_layout_value(const pp_frame_layout *l, const uint8_t *frame, uint32_t n, uint
   if (l->is_yuv) {
     uint32_t x, y, c;
     pp_layout_pixel(l, n, k, &x, &y, &c);
-    return pp_yuv_channel(&l->yuv, frame, x, y, c);
+    return pp_yuv_channel(l->yuv, frame, x, y, c);
   }
   return frame[pp_layout_pixel_offset(l, n, k)] * l->scale + l->bias;
 }

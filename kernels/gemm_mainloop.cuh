@@ -53,7 +53,7 @@ load_yuv(const pp_cuda_a &a, long long origin, unsigned k)
   const int32_t e = __ldg(a.k_offset + k);
   const unsigned x = (unsigned) origin + PP_YUV_DX(e);
   const unsigned y = (unsigned) (origin >> 32) + PP_YUV_DY(e);
-  return pp_yuv_channel(&a.yuv, static_cast<const uint8_t *>(a.data), x, y, PP_YUV_C(e));
+  return pp_yuv_channel(a.yuv, static_cast<const uint8_t *>(a.data), x, y, PP_YUV_C(e));
 }
 
 /* Four consecutive inputs X[m][k..k+3] (zero past k_end or for a missing row). */

@@ -4,18 +4,23 @@
 #
 #   pipelines/fakesrc-latency.sh            # the seed workload, 300 frames
 #   FRAMES=100 WIDTH=256 HEIGHT=256 BACKEND=cpu pipelines/fakesrc-latency.sh
+#   FORMAT=YUY2 WIDTH=1280 HEIGHT=720 LIVE=30 MAPPING=patches pipelines/fakesrc-latency.sh
+#     (a camera's frames: a live source at 30 fps, YUY2 straight into cudamlp)
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 FRAMES=${FRAMES:-300} WIDTH=${WIDTH:-1024} HEIGHT=${HEIGHT:-1024}
-BACKEND=${BACKEND:-auto} SLOTS=${SLOTS:-2}
+BACKEND=${BACKEND:-auto} SLOTS=${SLOTS:-2} FORMAT=${FORMAT:-GRAY8} MAPPING=${MAPPING:-rows}
+PATCH=${PATCH:-16} LIVE=${LIVE:-0}
+live=()
+[ "$LIVE" != 0 ] && live=(is-live=true) rate=",framerate=$LIVE/1" || rate=""
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 GST_TRACERS="latency" GST_DEBUG="GST_TRACER:7" GST_DEBUG_NO_COLOR=1 GST_DEBUG_FILE="$log" \
 gst-launch-1.0 -m \
-  videotestsrc num-buffers="$FRAMES" pattern=snow \
-  ! video/x-raw,format=GRAY8,width="$WIDTH",height="$HEIGHT" \
-  ! cudamlp backend="$BACKEND" slots="$SLOTS" \
+  videotestsrc num-buffers="$FRAMES" pattern=snow "${live[@]}" \
+  ! "video/x-raw,format=$FORMAT,width=$WIDTH,height=$HEIGHT$rate" \
+  ! cudamlp backend="$BACKEND" slots="$SLOTS" mapping="$MAPPING" patch-size="$PATCH" \
   ! fakesink sync=false | pp_print_stats
 
 # Source-to-sink time per frame as the latency tracer saw it.

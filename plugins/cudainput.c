@@ -19,6 +19,12 @@ context_device(GstCudaContext *ctx)
 }
 
 gboolean
+pp_cuda_input_built(void)
+{
+  return TRUE;
+}
+
+gboolean
 pp_cuda_input_ensure_context(GstElement *element, gint device_id, GstObject **ctx)
 {
   /* No driver (libcuda) here: no CUDA memory either, and nothing to say. */
@@ -118,6 +124,12 @@ pp_cuda_input_pool(GstObject *ctx, GstCaps *caps, guint size, guint min_buffers)
 }
 
 #else /* no GStreamer CUDA library */
+
+gboolean
+pp_cuda_input_built(void)
+{
+  return FALSE;
+}
 
 gboolean
 pp_cuda_input_ensure_context(GstElement *element, gint device_id, GstObject **ctx)

@@ -13,6 +13,9 @@
 
 G_BEGIN_DECLS
 
+/* Whether this build reads CUDA memory at all (GStreamer's CUDA library). */
+gboolean pp_cuda_input_built(void);
+
 /* The element's context (a GstCudaContext) in *ctx: set by the application
  * or a neighbour, found by querying them, or made for `device_id` and
  * announced. FALSE when CUDA memory cannot be used here. */

@@ -257,12 +257,18 @@ ensure_cuda_context(GstCudaMlp *self)
   const gint device = self->backend_options.device_id;
   GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
   GST_OBJECT_UNLOCK(self);
-  if (kind == PP_BACKEND_CPU || !pp_backend_have_cuda())
+  if (kind == PP_BACKEND_CPU || !pp_backend_have_cuda()) {
+    GST_OBJECT_LOCK(self);
+    self->cuda_context_tried = TRUE;
+    GST_OBJECT_UNLOCK(self);
+    gst_clear_object(&ctx);
     return;
+  }
   if (!pp_cuda_input_ensure_context(GST_ELEMENT(self), device, &ctx))
     GST_INFO_OBJECT(self, "no CUDA context: frames in CUDA memory are not taken");
   GST_OBJECT_LOCK(self);
   gst_object_replace(&self->cuda_context, ctx);
+  self->cuda_context_tried = TRUE;
   GST_OBJECT_UNLOCK(self);
   gst_clear_object(&ctx);
 }
@@ -294,13 +300,20 @@ handle_context_query(GstCudaMlp *self, GstQuery *query)
   return handled;
 }
 
-/* Whether frames in CUDA memory can be read: a context and the GPU backend. */
+/* Whether frames in CUDA memory can be read: a context and the GPU backend.
+ * Before READY (gst-launch links elements in NULL) nothing is known yet:
+ * yes if this build and the backend setting allow it. */
 static gboolean
 takes_cuda_memory(GstCudaMlp *self)
 {
   GST_OBJECT_LOCK(self);
-  const gboolean ok = self->cuda_context &&
-                      (!self->engine || g_str_equal(pp_engine_backend_name(self->engine), "cuda"));
+  gboolean ok;
+  if (!self->cuda_context_tried)
+    ok = pp_cuda_input_built() && pp_backend_have_cuda() &&
+         self->backend_options.kind != PP_BACKEND_CPU;
+  else
+    ok = self->cuda_context &&
+         (!self->engine || g_str_equal(pp_engine_backend_name(self->engine), "cuda"));
   GST_OBJECT_UNLOCK(self);
   return ok;
 }
@@ -321,6 +334,7 @@ gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     GST_OBJECT_LOCK(self);
     gst_clear_object(&self->cuda_context);
+    self->cuda_context_tried = FALSE;
     GST_OBJECT_UNLOCK(self);
   }
   return ret;

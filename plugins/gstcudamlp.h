@@ -41,6 +41,7 @@ struct _GstCudaMlp {
   /* From READY: the CUDA context shared with the pipeline (a GstCudaContext),
    * or NULL where CUDA memory cannot be used. Under the object lock. */
   GstObject *cuda_context;
+  gboolean cuda_context_tried; /* since READY: NULL above means none can be had */
 
   /* From start to stop. */
   pp_engine *engine;

@@ -44,6 +44,14 @@ for step in "${steps[@]}"; do
       grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/sanitize-memcheck-elements.log" | tail -3
       echo "exit $rc"
       [ $rc -eq 0 ] || status=1
+      echo "== compute-sanitizer --tool memcheck: YUV formats on the GPU"
+      PP_TEST_BACKEND=cuda PP_TEST_FILTER=test_every_yuv_format G_DEBUG=fatal-warnings \
+        GST_REGISTRY_FORK=no compute-sanitizer --tool memcheck --error-exitcode 99 \
+        "$BUILD/tests/elements/test_yuv" > "$LOGS/sanitize-memcheck-yuv.log" 2>&1
+      rc=$?
+      grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/sanitize-memcheck-yuv.log" | tail -3
+      echo "exit $rc"
+      [ $rc -eq 0 ] || status=1
       ;;
     bench)
       echo "== benchmark"

@@ -29,24 +29,32 @@
 #include "frame.h"
 #include "model.h"
 #include "stats.h"
+#include "tensorcaps.h"
 
 typedef struct {
   const char *name, *caps, *mapping;
   guint patch, hidden, outputs;
   const char *bound;
+  const char *color;
 } workload;
 
 static const workload workloads[] = {
   { "seed", "video/x-raw,format=GRAY8,width=1024,height=1024,framerate=0/1", "rows", 16, 1024, 1,
-    "compute" },
+    "compute", "rgb" },
   { "hd", "video/x-raw,format=RGB,width=1920,height=1080,framerate=0/1", "patches", 8, 256, 1,
-    "H2D" },
+    "H2D", "rgb" },
+  /* A decoder's frames as they come: 1.5 bytes a pixel cross the bus, the
+   * conversion to R,G,B happens in the kernels' loads. */
+  { "hd-nv12", "video/x-raw,format=NV12,width=1920,height=1080,framerate=0/1", "patches", 8, 256, 1,
+    "MLP", "rgb" },
+  { "hd-luma", "video/x-raw,format=NV12,width=1920,height=1080,framerate=0/1", "patches", 8, 256, 1,
+    "MLP", "luma" },
   { "tiny", "video/x-raw,format=GRAY8,width=256,height=256,framerate=0/1", "rows", 16, 64, 1,
-    "launch latency" },
+    "launch latency", "rgb" },
   { "balanced",
     "other/tensors,format=static,num_tensors=1,types=float32,dimensions=(string)256:4096:1:1,"
     "framerate=0/1",
-    "rows", 16, 1024, 256, "all three" },
+    "rows", 16, 1024, 256, "all three", "rgb" },
 };
 
 typedef struct {
@@ -118,8 +126,9 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
   g_autofree gchar *desc = g_strdup_printf(
       "appsrc name=src format=time is-live=false max-bytes=0 caps=\"%s\" ! "
       "cudamlp name=mlp backend=cuda slots=%u mapping=%s patch-size=%u hidden-size=%u outputs=%u "
-      "completion=%s precision=%s ! fakesink name=sink sync=false",
-      w->caps, slots, w->mapping, w->patch, w->hidden, w->outputs, o->completion, o->precision);
+      "completion=%s precision=%s color=%s ! fakesink name=sink sync=false",
+      w->caps, slots, w->mapping, w->patch, w->hidden, w->outputs, o->completion, o->precision,
+      w->color);
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc, &err);
   if (!pipeline || err) {
@@ -242,22 +251,13 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
          gpu_times *t)
 {
   GstCaps *caps = gst_caps_from_string(w->caps);
-  GstStructure *s = gst_caps_get_structure(caps, 0);
   pp_frame_layout layout;
   char *msg = NULL;
-  gboolean ok;
-  if (gst_structure_has_name(s, "other/tensors")) {
-    ok = pp_layout_for_tensor(4096, 256, &layout, &msg) == 0;
-  } else {
-    gint width, height;
-    gst_structure_get_int(s, "width", &width);
-    gst_structure_get_int(s, "height", &height);
-    const gboolean rgb = g_str_equal(gst_structure_get_string(s, "format"), "RGB");
-    ok = pp_layout_for_video(rgb ? PP_PIXEL_RGB : PP_PIXEL_GRAY8, width, height,
-                             (width * (rgb ? 3 : 1) + 3) / 4 * 4,
-                             g_str_equal(w->mapping, "rows") ? PP_MAPPING_ROWS : PP_MAPPING_PATCHES,
-                             w->patch, &layout, &msg) == 0;
-  }
+  gint fps_n, fps_d;
+  /* The element's own caps → layout, so YUV workloads read what it reads. */
+  gboolean ok = pp_caps_to_layout(
+      caps, g_str_equal(w->mapping, "rows") ? PP_MAPPING_ROWS : PP_MAPPING_PATCHES, w->patch,
+      g_str_equal(w->color, "luma") ? PP_COLOR_LUMA : PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg);
   gst_caps_unref(caps);
   pp_model *model = NULL;
   pp_backend *b = NULL;
@@ -358,7 +358,8 @@ main(int argc, char **argv)
 {
   options o = { NULL, NULL, NULL, NULL, 4096, 128, 3 };
   GOptionEntry entries[] = {
-    { "workloads", 0, 0, G_OPTION_ARG_STRING, &o.workloads, "seed,hd,tiny,balanced", "LIST" },
+    { "workloads", 0, 0, G_OPTION_ARG_STRING, &o.workloads, "seed,hd,hd-nv12,hd-luma,tiny,balanced",
+      "LIST" },
     { "slots", 0, 0, G_OPTION_ARG_STRING, &o.slots, "slot counts, 1,2,3,4", "LIST" },
     { "frames", 0, 0, G_OPTION_ARG_INT, &o.frames, "measured frames per run (4096)", "N" },
     { "warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "frames before measuring (128)", "N" },
@@ -377,7 +378,7 @@ main(int argc, char **argv)
   }
   g_option_context_free(ctx);
   if (!o.workloads)
-    o.workloads = g_strdup("seed,hd,tiny,balanced");
+    o.workloads = g_strdup("seed,hd,hd-nv12,hd-luma,tiny,balanced");
   if (!o.slots)
     o.slots = g_strdup("1,2,3,4");
   if (!o.completion)

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Frames already on the GPU: `cudaupload ! cudamlp` and `nvh264dec ! cudamlp`
+# (CUDA memory, no converter between) give the scores the system-memory path
+# gives for the same frames, and cudamlp counts every frame as read on the
+# device (device-inputs), none uploaded or staged. Needs GStreamer's nvcodec
+# plugin (gstreamer1.0-plugins-bad); exits 77 without it. PP_CLIP: a 1080p
+# H.264 mp4 for the nvh264dec part (made with x264enc when that is here).
+set -euo pipefail
+gst-inspect-1.0 cudaupload > /dev/null 2>&1 || { echo "no cudaupload (nvcodec): skipped"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+N=24
+mlp="cudamlp backend=cuda mapping=patches patch-size=8 hidden-size=64 outputs=2"
+
+# run NAME PIPELINE...: scores in $out/NAME.f32, messages in $out/NAME.log
+run() {
+  local name=$1; shift
+  gst-launch-1.0 -m "$@" ! filesink location="$out/$name.f32" > "$out/$name.log" 2>&1 ||
+    { cat "$out/$name.log"; exit 1; }
+}
+stat_of() { grep -o "$2=(guint64)[0-9]*" "$out/$1.log" | tail -1 | cut -d')' -f2; }
+same() {
+  python3 - "$out/$1.f32" "$out/$2.f32" <<'PY'
+import sys, numpy as np
+a, b = (np.fromfile(p, np.float32) for p in sys.argv[1:3])
+assert a.size == b.size and a.size > 0, (a.size, b.size)
+err = np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+print(f"  {sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {a.size} scores, "
+      f"relative difference {err:.2e}, {np.count_nonzero(b)} non-zero")
+assert err <= 1e-5, err
+PY
+}
+check_device() {
+  local frames=$2 dev staged
+  dev=$(stat_of "$1" device-inputs) staged=$(stat_of "$1" staged-inputs)
+  echo "  $1: device-inputs=$dev staged-inputs=$staged of $frames frames"
+  [ "$dev" = "$frames" ] && [ "$staged" = 0 ]
+}
+
+for format in NV12 I420 YUY2; do
+  src="videotestsrc num-buffers=$N pattern=smpte ! video/x-raw,format=$format,width=1918,height=1080"
+  for color in rgb luma; do
+    run "sys-$format-$color" $src ! $mlp color=$color
+    run "dev-$format-$color" $src ! cudaupload ! "video/x-raw(memory:CUDAMemory)" ! $mlp color=$color
+    same "dev-$format-$color" "sys-$format-$color"
+    check_device "dev-$format-$color" $N
+  done
+done
+
+clip=${PP_CLIP:-}
+if [ -z "$clip" ] && gst-inspect-1.0 x264enc > /dev/null 2>&1; then
+  clip=$out/clip.mp4
+  gst-launch-1.0 -q videotestsrc num-buffers=$N ! video/x-raw,format=I420,width=1920,height=1080 \
+    ! x264enc speed-preset=ultrafast ! h264parse ! mp4mux ! filesink location="$clip"
+fi
+if [ -n "$clip" ] && gst-inspect-1.0 nvh264dec > /dev/null 2>&1; then
+  run nvdec-dev filesrc location="$clip" ! qtdemux ! h264parse ! nvh264dec ! $mlp
+  run nvdec-sys filesrc location="$clip" ! qtdemux ! h264parse ! nvh264dec ! video/x-raw ! $mlp
+  grep -q 'cudamlp0.GstPad:sink: caps = video/x-raw(memory:CUDAMemory)' <(gst-launch-1.0 -v filesrc location="$clip" ! qtdemux ! h264parse \
+    ! nvh264dec ! $mlp ! fakesink 2>&1) || { echo "nvh264dec ! cudamlp did not negotiate CUDA memory"; exit 1; }
+  same nvdec-dev nvdec-sys
+  n=$(stat_of nvdec-sys frames)
+  check_device nvdec-dev "$n"
+else
+  echo "  nvh264dec part skipped: no clip (PP_CLIP) or no nvh264dec"
+fi
+echo "cuda-memory: OK"
