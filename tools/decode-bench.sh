@@ -4,6 +4,8 @@
 # REPEATS: the decoder alone; nvh264dec ! cudamlp (CUDA memory: no copy to the
 # host, no conversion on the CPU); nvh264dec ! video/x-raw ! cudamlp (NV12
 # downloaded, then uploaded as planes); and the old way through videoconvert.
+# cuda-memory-queue puts a queue between the decoder and cudamlp, so the
+# decoder's thread never waits on cudamlp's chain.
 #
 #   tools/decode-bench.sh CLIP.mp4 FRAMES     REPEATS=3
 set -euo pipefail
@@ -14,10 +16,11 @@ clip=${1:?usage: decode-bench.sh CLIP.mp4 FRAMES} frames=${2:?frames in the clip
 REPEATS=${REPEATS:-3}
 dec="filesrc location=$clip ! qtdemux ! h264parse ! nvh264dec"
 mlp="cudamlp backend=cuda mapping=patches patch-size=8 hidden-size=256"
-names=(decoder cuda-memory nv12-upload videoconvert)
+names=(decoder cuda-memory cuda-memory-queue nv12-upload videoconvert)
 declare -A pipelines=(
   [decoder]="$dec ! fakesink sync=false"
   [cuda-memory]="$dec ! $mlp ! fakesink sync=false"
+  [cuda-memory-queue]="$dec ! queue ! $mlp ! fakesink sync=false"
   [nv12-upload]="$dec ! video/x-raw ! $mlp ! fakesink sync=false"
   [videoconvert]="$dec ! videoconvert ! video/x-raw,format=RGB ! $mlp ! fakesink sync=false"
 )

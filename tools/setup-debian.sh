@@ -6,7 +6,9 @@
 #   PP_RUN_PIPELINE=0 tools/setup-debian.sh    # set up and build only
 #
 # CUDA: when nvcc is on PATH or in /usr/local/cuda/bin the CUDA backend is
-# built (PP_CUDA=enabled makes its absence an error). Test references use
+# built (PP_CUDA=enabled makes its absence an error), and with it input in
+# CUDA memory through GStreamer's CUDA library (libgstreamer-plugins-bad1.0-dev).
+# Test clips are made with vp8enc (-good) and x264enc (-ugly). Test references use
 # Debian's numpy and PyTorch, and safetensors from PyPI in ./.venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,9 @@ sudo=""
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
-  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-tools
+  libgstreamer-plugins-bad1.0-dev
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly
+  gstreamer1.0-tools
   liburing-dev libcmocka-dev
   python3 python3-venv python3-pip python3-numpy python3-torch
   clang-format
