@@ -33,9 +33,14 @@ pp_cpu_gather(const pp_frame_layout *layout, const void *frame, float *x)
   }
   const uint8_t *bytes = frame;
   if (layout->is_yuv) {
+    /* A pixel's R,G,B are three consecutive inputs. */
     for (uint32_t row = 0; row < n; row++)
-      for (uint32_t col = 0; col < k; col++)
-        x[(size_t) row * k + col] = pp_layout_value(layout, bytes, row, col);
+      for (uint32_t col = 0; col < k; col += 3) {
+        uint32_t px, py, c;
+        pp_layout_pixel(layout, row, col, &px, &py, &c);
+        float *out = x + (size_t) row * k + col;
+        pp_yuv_rgb(layout->yuv, bytes, px, py, &out[0], &out[1], &out[2]);
+      }
     return;
   }
   const uint32_t channels = layout->channels;

@@ -108,6 +108,11 @@ cudaError_t pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint
 cudaError_t pp_cuda_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
                             float *x, uint32_t ldx);
 
+/* rows × row_bytes from src (row pitch spitch) to dst (dpitch), both in
+ * device memory; 16-byte moves when everything is 16-byte aligned. */
+cudaError_t pp_cuda_copy_2d(cudaStream_t stream, void *dst, size_t dpitch, const void *src,
+                            size_t spitch, size_t row_bytes, size_t rows);
+
 /* Keeps the stream busy for `microseconds`: put before a region timed with
  * events so the CPU's launches finish before the GPU reaches it. */
 cudaError_t pp_cuda_spin(cudaStream_t stream, uint32_t microseconds);

@@ -142,10 +142,18 @@ pp_yuv_chroma(const pp_yuv f, const uint8_t *frame, uint32_t c, uint32_t x0, uin
   return top + (bottom - top) * fy - 128.0f;
 }
 
-/* Channel c (R, G or B) of pixel (x, y) of a YUV frame. By value: on the
- * GPU the fields then stay in kernel parameters, not a local copy. */
 PP_HOST_DEVICE float
-pp_yuv_channel(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, uint32_t c)
+pp_clamp01(float v)
+{
+  return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+}
+
+/* R, G and B of pixel (x, y) of a YUV frame: one luma and eight chroma reads
+ * serve all three. By value: on the GPU the fields then stay in kernel
+ * parameters, not a local copy. */
+PP_HOST_DEVICE void
+pp_yuv_rgb(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, float *r, float *g,
+           float *b)
 {
   const float luma =
       PP_FRAME_BYTE(frame + f.offset[0] + (size_t) y * f.stride[0] + (size_t) x * f.step[0]);
@@ -153,18 +161,20 @@ pp_yuv_channel(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, uin
   uint32_t x0, x1, y0, y1;
   const float fx = pp_yuv_between((float) x * f.x_scale - f.x_offset, f.chroma_w, &x0, &x1);
   const float fy = pp_yuv_between((float) y * f.y_scale - f.y_offset, f.chroma_h, &y0, &y1);
-  float v;
-  if (c == 0) {
-    v = yp + f.r_cr * f.c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
-  } else {
-    const float cb = f.c_scale * pp_yuv_chroma(f, frame, 1, x0, x1, fx, y0, y1, fy);
-    if (c == 2)
-      v = yp + f.b_cb * cb;
-    else
-      v = yp + f.g_cb * cb +
-          f.g_cr * f.c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
-  }
-  return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+  const float cb = f.c_scale * pp_yuv_chroma(f, frame, 1, x0, x1, fx, y0, y1, fy);
+  const float cr = f.c_scale * pp_yuv_chroma(f, frame, 2, x0, x1, fx, y0, y1, fy);
+  *r = pp_clamp01(yp + f.r_cr * cr);
+  *g = pp_clamp01(yp + f.g_cb * cb + f.g_cr * cr);
+  *b = pp_clamp01(yp + f.b_cb * cb);
+}
+
+/* Channel c (R, G or B) of pixel (x, y) of a YUV frame. */
+PP_HOST_DEVICE float
+pp_yuv_channel(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, uint32_t c)
+{
+  float r, g, b;
+  pp_yuv_rgb(f, frame, x, y, &r, &g, &b);
+  return c == 0 ? r : c == 1 ? g : b;
 }
 
 /* Byte offset in the frame of X[n][k] for the byte (non-YUV) video mappings. */

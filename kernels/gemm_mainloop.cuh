@@ -46,14 +46,31 @@ sample_origin(const pp_cuda_a &a, unsigned m)
   return (long long) row * a.row_step + (long long) col * a.col_step;
 }
 
-/* Input k of the YUV sample whose first pixel is `origin`. */
-__device__ __forceinline__ float
-load_yuv(const pp_cuda_a &a, long long origin, unsigned k)
+/* Inputs k..k+3 (up to k_end) of the YUV sample whose first pixel is
+ * `origin`. Channels of a pixel are consecutive inputs, so four inputs touch
+ * at most two pixels: each pixel's R,G,B is computed once. */
+__device__ __forceinline__ float4
+load_yuv4(const pp_cuda_a &a, long long origin, unsigned k, unsigned k_end)
 {
-  const int32_t e = __ldg(a.k_offset + k);
-  const unsigned x = (unsigned) origin + PP_YUV_DX(e);
-  const unsigned y = (unsigned) (origin >> 32) + PP_YUV_DY(e);
-  return pp_yuv_channel(a.yuv, static_cast<const uint8_t *>(a.data), x, y, PP_YUV_C(e));
+  float v[4] = { 0.f, 0.f, 0.f, 0.f };
+  const uint8_t *frame = static_cast<const uint8_t *>(a.data);
+  uint32_t pixel = 0xffffffffu;
+  float r = 0.f, g = 0.f, b = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    if (k + j < k_end) {
+      const int32_t e = __ldg(a.k_offset + k + j);
+      const uint32_t here = (uint32_t) e & 0x3fffffffu;
+      if (here != pixel) {
+        pixel = here;
+        pp_yuv_rgb(a.yuv, frame, (unsigned) origin + PP_YUV_DX(e),
+                   (unsigned) (origin >> 32) + PP_YUV_DY(e), &r, &g, &b);
+      }
+      const uint32_t c = PP_YUV_C(e);
+      v[j] = c == 0 ? r : c == 1 ? g : b;
+    }
+  }
+  return make_float4(v[0], v[1], v[2], v[3]);
 }
 
 /* Four consecutive inputs X[m][k..k+3] (zero past k_end or for a missing row). */
@@ -77,16 +94,8 @@ load_x4(const pp_cuda_a &a, long long origin, bool row_ok, unsigned m, unsigned 
       v.w = __ldg(row + k + 3);
     return v;
   }
-  if (a.kind == PP_A_YUV) {
-    v.x = load_yuv(a, origin, k);
-    if (k + 1 < k_end)
-      v.y = load_yuv(a, origin, k + 1);
-    if (k + 2 < k_end)
-      v.z = load_yuv(a, origin, k + 2);
-    if (k + 3 < k_end)
-      v.w = load_yuv(a, origin, k + 3);
-    return v;
-  }
+  if (a.kind == PP_A_YUV)
+    return load_yuv4(a, origin, k, k_end);
   const unsigned char *base = static_cast<const unsigned char *>(a.data) + origin;
   const float scale = a.scale, bias = a.bias;
   if (a.kind == PP_A_U8_VEC4) {

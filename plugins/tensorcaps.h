@@ -29,9 +29,10 @@ G_BEGIN_DECLS
 #define PP_CUDA_MEMORY_CAPS(formats) ""
 #endif
 
-#define PP_SINK_CAPS                                                                               \
-  PP_CUDA_MEMORY_CAPS(PP_VIDEO_FORMATS) PP_VIDEO_CAPS("", PP_VIDEO_FORMATS) ";"                    \
-                                                                            " " PP_TENSOR_SINK_CAPS
+// clang-format off: clang-format 14 does not settle on these concatenations
+#define PP_SYSTEM_SINK_CAPS PP_VIDEO_CAPS("", PP_VIDEO_FORMATS) "; " PP_TENSOR_SINK_CAPS
+#define PP_SINK_CAPS PP_CUDA_MEMORY_CAPS(PP_VIDEO_FORMATS) PP_SYSTEM_SINK_CAPS
+// clang-format on
 
 /* What the sink pad takes now: frames in CUDA memory only when they can be
  * read there, RGB formats only when the model sees colour. */

@@ -408,18 +408,18 @@ waiter_main(gpointer data)
 /* ---- pp_backend_ops ----------------------------------------------------------- */
 
 /* A frame already on the device: each plane copied into the slot's frame
- * at the layout's strides (a few µs of device bandwidth for 1080p NV12), so
- * the captured graph reads it where it reads uploaded frames, whatever
- * pitch upstream allocated with. */
+ * at the layout's strides by a kernel (a few µs of device bandwidth for
+ * 1080p NV12), so the captured graph reads it where it reads uploaded
+ * frames, whatever pitch upstream allocated with. */
 static cudaError_t
 gather_device_planes(cuda_backend *b, cuda_slot *s, const pp_job *job)
 {
   const pp_frame_layout *l = &b->layout;
   for (uint32_t i = 0; i < l->n_planes; i++) {
     const pp_plane *p = &l->planes[i];
-    const cudaError_t err = cudaMemcpy2DAsync(
-        (uint8_t *) s->d_in + p->offset, p->stride, job->device_planes[i], job->device_pitch[i],
-        p->row_bytes, p->rows, cudaMemcpyDeviceToDevice, s->stream);
+    const cudaError_t err =
+        pp_cuda_copy_2d(s->stream, (uint8_t *) s->d_in + p->offset, p->stride,
+                        job->device_planes[i], job->device_pitch[i], p->row_bytes, p->rows);
     if (err != cudaSuccess)
       return err;
   }
