@@ -50,10 +50,10 @@ DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
 
 DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
             { PP_COLOR_RGB,
-              "R,G,B in [0, 1] (YUV frames converted by the caps' colorimetry, chroma replicated "
-              "over the pixels it covers)",
+              "R,G,B in [0, 1] (YUV frames converted by the caps' colorimetry, chroma interpolated "
+              "linearly at the caps' chroma-site, as videoconvert does)",
               "rgb" },
             { PP_COLOR_LUMA,
-              "Luma alone in [0, 1] (YUV or GRAY8; only the luma plane of a planar frame is read): "
-              "K = width for rows, p*p for patches",
+              "Luma alone: Y/255, or (Y-16)/219 for limited range (YUV or GRAY8; only the luma "
+              "plane of a planar frame is read): K = width for rows, p*p for patches",
               "luma" })
