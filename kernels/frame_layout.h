@@ -168,15 +168,6 @@ pp_yuv_rgb(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, float *
   *b = pp_clamp01(yp + f.b_cb * cb);
 }
 
-/* Channel c (R, G or B) of pixel (x, y) of a YUV frame. */
-PP_HOST_DEVICE float
-pp_yuv_channel(const pp_yuv f, const uint8_t *frame, uint32_t x, uint32_t y, uint32_t c)
-{
-  float r, g, b;
-  pp_yuv_rgb(f, frame, x, y, &r, &g, &b);
-  return c == 0 ? r : c == 1 ? g : b;
-}
-
 /* Byte offset in the frame of X[n][k] for the byte (non-YUV) video mappings. */
 PP_HOST_DEVICE size_t
 pp_layout_pixel_offset(const pp_frame_layout *l, uint32_t n, uint32_t k)
@@ -184,18 +175,6 @@ pp_layout_pixel_offset(const pp_frame_layout *l, uint32_t n, uint32_t k)
   uint32_t x, y, c;
   pp_layout_pixel(l, n, k, &x, &y, &c);
   return (size_t) y * l->row_stride + (size_t) x * l->pixel_stride + l->channel_offset[c];
-}
-
-/* X[n][k] as the model sees it, for the video mappings. */
-PP_HOST_DEVICE float
-pp_layout_value(const pp_frame_layout *l, const uint8_t *frame, uint32_t n, uint32_t k)
-{
-  if (l->is_yuv) {
-    uint32_t x, y, c;
-    pp_layout_pixel(l, n, k, &x, &y, &c);
-    return pp_yuv_channel(l->yuv, frame, x, y, c);
-  }
-  return frame[pp_layout_pixel_offset(l, n, k)] * l->scale + l->bias;
 }
 
 #ifdef __cplusplus

@@ -148,15 +148,86 @@ test_rejects(void **state)
   g_free(msg);
 }
 
+/* A 16×8 I420 frame as GStreamer lays it out: Y 16×8, then U and V 8×4. */
+static pp_yuv_frame
+i420_16x8(void)
+{
+  return (pp_yuv_frame){
+    .width = 16,
+    .height = 8,
+    .offset = { 0, 128, 160 },
+    .stride = { 16, 8, 8 },
+    .step = { 1, 1, 1 },
+    .xshift = 1,
+    .yshift = 1,
+    .x_cosited = true,
+    .kr = 0.2126,
+    .kb = 0.0722,
+    .n_planes = 3,
+    .planes = { { 0, 16, 16, 8 }, { 128, 8, 8, 4 }, { 160, 8, 8, 4 } },
+    .frame_bytes = 192,
+  };
+}
+
+/* What the YUV description says: K, N, the bytes the GPU gets; and what it
+ * refuses, with the reason. Pixel values are the element tests' business
+ * (test_yuv.c, against a float64 reference). */
+static void
+test_yuv_layouts(void **state)
+{
+  (void) state;
+  pp_frame_layout l;
+  char *msg = NULL;
+  pp_yuv_frame f = i420_16x8();
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_RGB, PP_MAPPING_PATCHES, 4, &l, &msg), 0);
+  assert_true(l.is_yuv);
+  assert_int_equal(l.k, 4 * 4 * 3);
+  assert_int_equal(l.n, 4 * 2);
+  assert_int_equal(l.frame_bytes, 192);
+  assert_int_equal(l.n_planes, 3);
+  assert_int_equal(l.yuv.chroma_w, 8);
+  assert_true(l.yuv.x_offset == 0.0f && l.yuv.y_offset == 0.25f); /* cosited, centred */
+  /* Luma: the Y plane alone, read like GRAY8 with limited range stretched. */
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_LUMA, PP_MAPPING_ROWS, 0, &l, &msg), 0);
+  assert_false(l.is_yuv);
+  assert_int_equal(l.k, 16);
+  assert_int_equal(l.frame_bytes, 128);
+  assert_int_equal(l.n_planes, 1);
+  assert_true(fabsf(235 * l.scale + l.bias - 1.0f) < 1e-6f && fabsf(16 * l.scale + l.bias) < 1e-6f);
+
+  f.frame_bytes = 191; /* V's last sample is past the end */
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_RGB, PP_MAPPING_ROWS, 0, &l, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "V samples run past"));
+  g_clear_pointer(&msg, g_free);
+  f = i420_16x8();
+  f.kr = 0;
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_RGB, PP_MAPPING_ROWS, 0, &l, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "not a YUV matrix"));
+  g_clear_pointer(&msg, g_free);
+  f = i420_16x8();
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_RGB, PP_MAPPING_PATCHES, 9, &l, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "no whole 9×9 patch"));
+  g_clear_pointer(&msg, g_free);
+  f.width = PP_YUV_MAX_WIDTH + 2; /* every sample inside the frame, but too wide */
+  const uint32_t cw = f.width / 2;
+  f.stride[0] = f.width;
+  f.stride[1] = f.stride[2] = cw;
+  f.offset[1] = f.width * 8;
+  f.offset[2] = f.offset[1] + cw * 4;
+  f.frame_bytes = (size_t) f.offset[2] + cw * 4;
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_RGB, PP_MAPPING_ROWS, 0, &l, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "pixels a side"));
+  g_clear_pointer(&msg, g_free);
+}
+
 int
 main(void)
 {
   seed = test_seed();
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_rows_every_format),
-    cmocka_unit_test(test_patches_crop_edges),
-    cmocka_unit_test(test_tensor_layout),
-    cmocka_unit_test(test_rejects),
+    cmocka_unit_test(test_rows_every_format), cmocka_unit_test(test_patches_crop_edges),
+    cmocka_unit_test(test_tensor_layout),     cmocka_unit_test(test_rejects),
+    cmocka_unit_test(test_yuv_layouts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
