@@ -247,6 +247,16 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
 
 /* ---- the CUDA context shared with the pipeline --------------------------- */
 
+/* The context, referenced for use outside the object lock, or NULL. */
+static GstObject *
+ref_cuda_context(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
+  GST_OBJECT_UNLOCK(self);
+  return ctx;
+}
+
 /* Frames in CUDA memory need the GPU backend: with backend=cpu there is no
  * context, and caps in CUDA memory are not offered. */
 static void
@@ -255,17 +265,13 @@ ensure_cuda_context(GstCudaMlp *self)
   GST_OBJECT_LOCK(self);
   const pp_backend_kind kind = self->backend_options.kind;
   const gint device = self->backend_options.device_id;
-  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
   GST_OBJECT_UNLOCK(self);
-  if (kind == PP_BACKEND_CPU || !pp_backend_have_cuda()) {
-    GST_OBJECT_LOCK(self);
-    self->cuda_context_tried = TRUE;
-    GST_OBJECT_UNLOCK(self);
-    gst_clear_object(&ctx);
-    return;
+  GstObject *ctx = NULL;
+  if (kind != PP_BACKEND_CPU && pp_backend_have_cuda()) {
+    ctx = ref_cuda_context(self);
+    if (!pp_cuda_input_ensure_context(GST_ELEMENT(self), device, &ctx))
+      GST_INFO_OBJECT(self, "no CUDA context: frames in CUDA memory are not taken");
   }
-  if (!pp_cuda_input_ensure_context(GST_ELEMENT(self), device, &ctx))
-    GST_INFO_OBJECT(self, "no CUDA context: frames in CUDA memory are not taken");
   GST_OBJECT_LOCK(self);
   gst_object_replace(&self->cuda_context, ctx);
   self->cuda_context_tried = TRUE;
@@ -279,8 +285,8 @@ gst_cuda_mlp_set_context(GstElement *element, GstContext *context)
   GstCudaMlp *self = GST_CUDA_MLP(element);
   GST_OBJECT_LOCK(self);
   const gint device = self->backend_options.device_id;
-  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
   GST_OBJECT_UNLOCK(self);
+  GstObject *ctx = ref_cuda_context(self);
   pp_cuda_input_set_context(element, context, device, &ctx);
   GST_OBJECT_LOCK(self);
   gst_object_replace(&self->cuda_context, ctx);
@@ -292,9 +298,7 @@ gst_cuda_mlp_set_context(GstElement *element, GstContext *context)
 static gboolean
 handle_context_query(GstCudaMlp *self, GstQuery *query)
 {
-  GST_OBJECT_LOCK(self);
-  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
-  GST_OBJECT_UNLOCK(self);
+  GstObject *ctx = ref_cuda_context(self);
   const gboolean handled = pp_cuda_input_handle_query(GST_ELEMENT(self), query, ctx);
   gst_clear_object(&ctx);
   return handled;
@@ -409,7 +413,6 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
     return FALSE;
   }
   self->layout = layout;
-  self->device_input = device_input;
   self->model = model;
   if (!make_output_pool(self, model)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate output buffers."), (NULL));
@@ -465,9 +468,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   pp_job job = { .output_pinned = self->pinned };
   pp_cuda_input_where where = PP_CUDA_INPUT_HOST;
   if (pp_cuda_input_is_device(buffer)) {
-    GST_OBJECT_LOCK(self);
-    GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
-    GST_OBJECT_UNLOCK(self);
+    GstObject *ctx = ref_cuda_context(self);
     where = pp_cuda_input_map(buffer, ctx, &self->layout, &s->input_map, &job, &msg);
     gst_clear_object(&ctx);
     if (where == PP_CUDA_INPUT_ERROR) {
@@ -646,8 +647,8 @@ propose_allocation(GstCudaMlp *self, GstQuery *query)
   GST_OBJECT_LOCK(self);
   const pp_mapping mapping = self->mapping;
   const guint patch = self->patch_size;
-  GstObject *ctx = self->cuda_context ? gst_object_ref(self->cuda_context) : NULL;
   GST_OBJECT_UNLOCK(self);
+  GstObject *ctx = ref_cuda_context(self);
   pp_frame_layout layout;
   gint fps_n, fps_d;
   g_autofree gchar *msg = NULL;

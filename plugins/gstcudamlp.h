@@ -53,7 +53,6 @@ struct _GstCudaMlp {
 
   /* From set_caps. */
   pp_frame_layout layout;
-  gboolean device_input; /* caps say memory:CUDAMemory */
   const pp_model *model;
   GstBufferPool *output_pool;
   GstClockTime frame_duration;
