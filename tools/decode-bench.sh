@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A 1080p H.264 file through NVDEC into cudamlp, four ways, timed in-process
-# from PLAYING to EOS (build/tools/pp-io-bench: start-up left out), median of
+# in the steady state: the pipeline prerolls first (decoder and cudamlp
+# opened, cudamlp tuned, the first frame at the sink) and PLAYING to EOS is
+# timed (build/tools/pp-io-bench --preroll; start-up reported apart), median of
 # REPEATS: the decoder alone; nvh264dec ! cudamlp (CUDA memory: no copy to the
 # host, no conversion on the CPU); nvh264dec ! video/x-raw ! cudamlp (NV12
 # downloaded, then uploaded as planes); and the old way through videoconvert.
@@ -28,16 +30,17 @@ samples=$(mktemp -d)
 trap 'rm -rf "$samples"' EXIT
 for _ in $(seq "$REPEATS"); do
   for name in "${names[@]}"; do
-    "$bench" "$frames" "${pipelines[$name]}" >> "$samples/$name"
+    "$bench" --preroll "$frames" "${pipelines[$name]}" >> "$samples/$name"
   done
 done
 echo "# $(date -u +%F): $clip, $frames frames, median of $REPEATS (min–max)"
-echo "| pipeline | frames/s | CPU ms per frame | × decoder alone |"
-echo "|---|---|---|---|"
+echo "| pipeline | frames/s | CPU ms per frame | × decoder alone | start-up ms |"
+echo "|---|---|---|---|---|"
 base=$(awk '{ print $1 / $2 }' "$samples/decoder" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 for name in "${names[@]}"; do
   cpu=$(awk '{ print 1000 * $3 / $1 }' "$samples/$name" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+  startup=$(awk '{ print 1000 * $4 }' "$samples/$name" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
   awk '{ print $1 / $2 }' "$samples/$name" | sort -n |
-    awk -v l="$name" -v cpu="$cpu" -v base="$base" '{ v[NR] = $1 } END { m = int((NR + 1) / 2);
-      printf "| %s | %.0f (%.0f–%.0f) | %.2f | %.2f |\n", l, v[m], v[1], v[NR], cpu, v[m] / base }'
+    awk -v l="$name" -v cpu="$cpu" -v base="$base" -v st="$startup" '{ v[NR] = $1 } END { m = int((NR + 1) / 2);
+      printf "| %s | %.0f (%.0f–%.0f) | %.2f | %.2f | %.0f |\n", l, v[m], v[1], v[NR], cpu, v[m] / base, st }'
 done
