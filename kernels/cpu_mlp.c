@@ -83,7 +83,7 @@ pp_cpu_pack_weights(const float *w, uint32_t out, uint32_t in, float *packed)
  * alias the last real row, so the loop has no edge cases. */
 static inline __attribute__((always_inline)) void
 linear_block(const float *x, uint32_t rows, uint32_t in, const float *panel, const float *bias,
-             uint32_t out_base, uint32_t out, bool relu, float *y)
+             uint32_t out_base, uint32_t out, pp_act act, float *y)
 {
   const float *r[ROWS_PER_BLOCK];
   for (uint32_t i = 0; i < ROWS_PER_BLOCK; i++)
@@ -108,15 +108,14 @@ linear_block(const float *x, uint32_t rows, uint32_t in, const float *panel, con
     store8(tile + 8, acc[i][1]);
     float *dst = y + (size_t) i * out + out_base;
     for (uint32_t j = 0; j < cols; j++) {
-      float v = tile[j] + (bias ? bias[out_base + j] : 0.0f);
-      dst[j] = relu && v < 0.0f ? 0.0f : v;
+      dst[j] = pp_act_apply(act, tile[j] + (bias ? bias[out_base + j] : 0.0f));
     }
   }
 }
 
 PP_CPU_MULTIVERSION void
 pp_cpu_linear(const float *x, uint32_t n, uint32_t in, const float *packed, const float *bias,
-              uint32_t out, bool relu, float *y)
+              uint32_t out, pp_act act, float *y)
 {
   const uint32_t panels = (out + PP_CPU_PANEL - 1) / PP_CPU_PANEL;
   /* Panel-outer: one panel (in × 16 floats) stays in cache while every row
@@ -125,14 +124,14 @@ pp_cpu_linear(const float *x, uint32_t n, uint32_t in, const float *packed, cons
     const float *panel = packed + (size_t) p * PP_CPU_PANEL * in;
     for (uint32_t row = 0; row < n; row += ROWS_PER_BLOCK) {
       const uint32_t rows = n - row < ROWS_PER_BLOCK ? n - row : ROWS_PER_BLOCK;
-      linear_block(x + (size_t) row * in, rows, in, panel, bias, p * PP_CPU_PANEL, out, relu,
+      linear_block(x + (size_t) row * in, rows, in, panel, bias, p * PP_CPU_PANEL, out, act,
                    y + (size_t) row * out);
     }
   }
 }
 
 PP_CPU_MULTIVERSION void
-pp_cpu_matvec(const float *h, uint32_t n, uint32_t d, const float *w, float bias, bool relu,
+pp_cpu_matvec(const float *h, uint32_t n, uint32_t d, const float *w, float bias, pp_act act,
               float *y)
 {
   for (uint32_t i = 0; i < n; i++) {
@@ -150,7 +149,6 @@ pp_cpu_matvec(const float *h, uint32_t n, uint32_t d, const float *w, float bias
       sum += tail[j];
     for (; k < d; k++)
       sum += row[k] * w[k];
-    sum += bias;
-    y[i] = relu && sum < 0.0f ? 0.0f : sum;
+    y[i] = pp_act_apply(act, sum + bias);
   }
 }

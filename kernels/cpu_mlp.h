@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "activation.h"
 #include "frame_layout.h"
 
 #ifdef __cplusplus
@@ -30,10 +31,10 @@ void pp_cpu_pack_weights(const float *w, uint32_t out, uint32_t in, float *packe
 
 /* y[n × out] = act(x[n × in] · wᵀ + bias), w given packed; bias may be NULL. */
 void pp_cpu_linear(const float *x, uint32_t n, uint32_t in, const float *packed, const float *bias,
-                   uint32_t out, bool relu, float *y);
+                   uint32_t out, pp_act act, float *y);
 
-/* y[i] = act(dot(h[i × d], w) + bias) for i < n: the O = 1 second layer. */
-void pp_cpu_matvec(const float *h, uint32_t n, uint32_t d, const float *w, float bias, bool relu,
+/* y[i] = act(dot(h[i × d], w) + bias) for i < n: a last layer with one output. */
+void pp_cpu_matvec(const float *h, uint32_t n, uint32_t d, const float *w, float bias, pp_act act,
                    float *y);
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 /* The MLP through plain cuBLAS, each step its own call: conversion kernel,
- * cublasSgemm, bias(+ReLU) kernel, cublasSgemv (O = 1) or cublasSgemm, bias
- * + ReLU kernel. What "the same math with cuBLAS" costs: the benchmark's
- * yardstick for the MLP stage, and a second GPU reference in the tests. */
+ * then per layer cublasSgemm (cublasSgemv for a last layer with one
+ * output) and a bias + activation kernel. What "the same math with cuBLAS"
+ * costs: the benchmark's yardstick for the MLP stage, and a second GPU
+ * reference in the tests. */
 #ifndef PP_CUBLAS_REFERENCE_H
 #define PP_CUBLAS_REFERENCE_H
 
@@ -14,19 +15,19 @@ extern "C" {
 #endif
 
 typedef struct {
-  const float *w0, *b0; /* D×K (nn.Linear layout), D or NULL */
-  const float *w1, *b1; /* O×D, O or NULL */
-  uint32_t k, d, o;
-  bool hidden_relu;
-} pp_reference_weights;
+  const float *w, *b; /* out×in (nn.Linear layout) and out, or NULL; device */
+  uint32_t in, out;
+  pp_act act;
+} pp_reference_layer;
 
-/* y[n×o] = ReLU(MLP(X)); x_scratch holds n×k floats (unused for float
- * input with ld == k), h_scratch n×d. The handle's stream is set to `stream`.
+/* y[n×out] = the layers applied to X (n × layers[0].in); x_scratch holds
+ * n×in floats (unused for float input with ld == in), h_scratch[0] and
+ * [1] n × the widest hidden layer. The handle's stream is set to `stream`.
  * Returns a cublasStatus_t, or CUBLAS_STATUS_EXECUTION_FAILED when a kernel
  * launch fails. */
 int pp_cublas_reference_mlp(cublasHandle_t handle, cudaStream_t stream, const pp_cuda_a *x,
-                            uint32_t n, const pp_reference_weights *w, bool tf32, float *x_scratch,
-                            float *h_scratch, float *y);
+                            uint32_t n, const pp_reference_layer *layers, unsigned n_layers,
+                            bool tf32, float *x_scratch, float *const h_scratch[2], float *y);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "activation.h"
 #include "frame_layout.h"
 
 #ifdef __cplusplus
@@ -71,12 +72,12 @@ typedef enum {
 } pp_gemm_tile;
 
 cudaError_t pp_cuda_gemm(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
-                         const float *wt, uint32_t ldw, const float *bias, uint32_t n, bool relu,
+                         const float *wt, uint32_t ldw, const float *bias, uint32_t n, pp_act act,
                          float *c, uint32_t ldc, pp_gemm_tile tile);
 
-/* ---- The whole MLP in one kernel, for O = 1 and D ≤ 256 ----------------
- * y[i] = ReLU(act(X[i]·W0ᵀ + b0) · w1 + b1): a block owns whole rows of H,
- * so H never leaves registers. */
+/* ---- A two-layer MLP in one kernel, for O = 1 and D ≤ 256 -------------
+ * y[i] = out_act(hidden_act(X[i]·W0ᵀ + b0) · w1 + b1): a block owns whole
+ * rows of H, so H never leaves registers. */
 
 typedef enum {
   PP_FUSED_D64,  /* D ≤ 64: 256-row blocks */
@@ -90,16 +91,17 @@ pp_fused_tile pp_cuda_fused_tile_for(uint32_t d);
 
 cudaError_t pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                               const float *w0t, uint32_t ldw, const float *b0, uint32_t d,
-                              bool hidden_relu, const float *w1, const float *b1, float *y,
-                              pp_fused_tile tile);
+                              pp_act hidden_act, const float *w1, const float *b1, pp_act out_act,
+                              float *y, pp_fused_tile tile);
 
-/* ---- Layer 2 for small O: y[i][o] = ReLU(h[i]·w1[o] + b1[o]) -----------
+/* ---- A last layer with small O: y[i][o] = act(h[i]·w1[o] + b1[o]) -----
  * One warp per row; w1 is O×D row-major; O ≤ PP_ROWDOT_MAX_O (O = 1 is the
  * MatVec). */
 #define PP_ROWDOT_MAX_O 32
 
 cudaError_t pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint32_t d,
-                           uint32_t ldh, const float *w1, const float *b1, uint32_t o, float *y);
+                           uint32_t ldh, const float *w1, const float *b1, uint32_t o, pp_act act,
+                           float *y);
 
 /* ---- Element-wise ------------------------------------------------------ */
 
@@ -119,7 +121,7 @@ cudaError_t pp_cuda_spin(cudaStream_t stream, uint32_t microseconds);
 
 /* c[m×n] = act(c + bias) in place; bias may be NULL. */
 cudaError_t pp_cuda_bias_act(cudaStream_t stream, float *c, uint32_t m, uint32_t n, uint32_t ldc,
-                             const float *bias, bool relu);
+                             const float *bias, pp_act act);
 
 #ifdef __cplusplus
 }

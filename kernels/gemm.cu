@@ -1,6 +1,6 @@
-/* GEMM with bias and optional ReLU: C = act(X · Wt + bias), X gathered from
- * frame bytes or floats (gemm_mainloop.cuh). Layer 1 of the MLP, and layer 2
- * when O is too large for the row-dot kernel. */
+/* GEMM with bias and activation: C = act(X · Wt + bias), X gathered from
+ * frame bytes or floats (gemm_mainloop.cuh). Every layer of the MLP but a
+ * last one narrow enough for the row-dot kernel. */
 #include "gemm_mainloop.cuh"
 
 namespace
@@ -11,7 +11,7 @@ template <int BM, int BN>
 __global__ void
 __launch_bounds__(pp::Tile<BM, BN>::THREADS, 2)
     gemm_bias_act(const pp_cuda_a x, unsigned m, unsigned k, const float *__restrict__ wt,
-                  unsigned ldw, const float *__restrict__ bias, unsigned n, bool relu,
+                  unsigned ldw, const float *__restrict__ bias, unsigned n, pp_act act,
                   float *__restrict__ c, unsigned ldc)
 {
   using Loop = pp::Mainloop<BM, BN>;
@@ -34,8 +34,7 @@ __launch_bounds__(pp::Tile<BM, BN>::THREADS, 2)
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         const float b = (bias && col + j < n) ? __ldg(bias + col + j) : 0.f;
-        const float s = acc[r][h * 4 + j] + b;
-        v[j] = relu ? fmaxf(s, 0.f) : s;
+        v[j] = pp_act_apply(act, acc[r][h * 4 + j] + b);
       }
       float *dst = c + (size_t) row * ldc + col;
       if (vec_store && col + 3 < n) {
@@ -53,11 +52,11 @@ __launch_bounds__(pp::Tile<BM, BN>::THREADS, 2)
 template <int BM, int BN>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *wt,
-       uint32_t ldw, const float *bias, uint32_t n, bool relu, float *c, uint32_t ldc)
+       uint32_t ldw, const float *bias, uint32_t n, pp_act act, float *c, uint32_t ldc)
 {
   const dim3 grid((n + BN - 1) / BN, (m + BM - 1) / BM);
   gemm_bias_act<BM, BN>
-      <<<grid, pp::Tile<BM, BN>::THREADS, 0, stream>>>(*x, m, k, wt, ldw, bias, n, relu, c, ldc);
+      <<<grid, pp::Tile<BM, BN>::THREADS, 0, stream>>>(*x, m, k, wt, ldw, bias, n, act, c, ldc);
   return cudaGetLastError();
 }
 
@@ -65,7 +64,7 @@ launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const fl
 
 extern "C" cudaError_t
 pp_cuda_gemm(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *wt,
-             uint32_t ldw, const float *bias, uint32_t n, bool relu, float *c, uint32_t ldc,
+             uint32_t ldw, const float *bias, uint32_t n, pp_act act, float *c, uint32_t ldc,
              pp_gemm_tile tile)
 {
   if (!stream || !x || !wt || !c || m == 0 || k == 0 || n == 0 || ldw < pp_cuda_pad4(n) ||
@@ -73,9 +72,9 @@ pp_cuda_gemm(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, co
     return cudaErrorInvalidValue;
   switch (tile) {
     case PP_TILE_128x128:
-      return launch<128, 128>(stream, x, m, k, wt, ldw, bias, n, relu, c, ldc);
+      return launch<128, 128>(stream, x, m, k, wt, ldw, bias, n, act, c, ldc);
     case PP_TILE_64x64:
-      return launch<64, 64>(stream, x, m, k, wt, ldw, bias, n, relu, c, ldc);
+      return launch<64, 64>(stream, x, m, k, wt, ldw, bias, n, act, c, ldc);
     default:
       return cudaErrorInvalidValue;
   }

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "cuda_kernels.h"
+
 #define CANDIDATES 8
 #define TUNE_REPS 5
 
@@ -11,6 +13,9 @@ struct pp_lt_gemm {
   cublasLtMatrixLayout_t w_layout, x_layout, c_layout;
   cublasLtMatmulAlgo_t algo;
   size_t workspace_bytes;
+  /* An activation no epilogue has runs as its own pass over C. */
+  pp_act act_after;
+  uint32_t m, n, ldc;
 };
 
 #define TRY(call)                                                                                  \
@@ -24,7 +29,7 @@ struct pp_lt_gemm {
  * A = W transposed, B = X, and the bias runs along the n rows of Cᵀ. */
 cublasStatus_t
 pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uint32_t ldx,
-                uint32_t ldc, const float *bias, bool relu, bool tf32, size_t workspace_bytes,
+                uint32_t ldc, const float *bias, pp_act act, bool tf32, size_t workspace_bytes,
                 cudaStream_t tune_stream, const float *x, const float *w, float *c, void *workspace,
                 pp_lt_gemm **out)
 {
@@ -36,6 +41,13 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
     return CUBLAS_STATUS_ALLOC_FAILED;
   g->handle = handle;
   g->workspace_bytes = workspace_bytes;
+  g->m = m;
+  g->n = n;
+  g->ldc = ldc;
+  /* cuBLASLt's GELU epilogue is not PyTorch's exact (erf) GELU, so only
+   * ReLU goes into the epilogue; the rest follow in bias_act. */
+  const bool relu = act.kind == PP_ACT_RELU;
+  g->act_after = relu ? (pp_act){ PP_ACT_IDENTITY, 0.0f } : act;
 
   TRY(cublasLtMatmulDescCreate(&g->desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                                CUDA_R_32F));
@@ -105,9 +117,14 @@ pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const float *x, const f
                void *workspace)
 {
   const float one = 1.0f, zero = 0.0f;
-  return cublasLtMatmul(g->handle, g->desc, &one, w, g->w_layout, x, g->x_layout, &zero, c,
-                        g->c_layout, c, g->c_layout, &g->algo, workspace, g->workspace_bytes,
-                        stream);
+  const cublasStatus_t status =
+      cublasLtMatmul(g->handle, g->desc, &one, w, g->w_layout, x, g->x_layout, &zero, c,
+                     g->c_layout, c, g->c_layout, &g->algo, workspace, g->workspace_bytes, stream);
+  if (status != CUBLAS_STATUS_SUCCESS || g->act_after.kind == PP_ACT_IDENTITY)
+    return status;
+  return pp_cuda_bias_act(stream, c, g->m, g->n, g->ldc, NULL, g->act_after) == cudaSuccess
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 void

@@ -1,4 +1,5 @@
-/* GEMM through cuBLASLt with the bias (and ReLU) fused into its epilogue:
+/* GEMM through cuBLASLt with the bias (and ReLU) fused into its epilogue,
+ * any other activation applied by a kernel after it:
  * C[m×n] = act(X[m×k] · Wᵀ + bias), all row-major, W as nn.Linear stores it
  * ([n×k]). Planned once per shape (the algorithm chosen by timing cuBLAS's
  * best candidates), then run per frame on any stream with that stream's own
@@ -10,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "activation.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,7 +23,7 @@ typedef struct pp_lt_gemm pp_lt_gemm;
  * status; `tune_stream`, `x`, `w`, `c` and `workspace` are used to time the
  * candidate algorithms. */
 cublasStatus_t pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n,
-                               uint32_t ldx, uint32_t ldc, const float *bias, bool relu, bool tf32,
+                               uint32_t ldx, uint32_t ldc, const float *bias, pp_act act, bool tf32,
                                size_t workspace_bytes, cudaStream_t tune_stream, const float *x,
                                const float *w, float *c, void *workspace, pp_lt_gemm **out);
 

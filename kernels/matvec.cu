@@ -1,5 +1,5 @@
-/* Layer 2 for small O, with its bias and the final ReLU fused:
- * y[i][o] = ReLU(h[i]·w1[o] + b1[o]). One warp per row of H; each lane keeps
+/* A last layer with few outputs, its bias and activation fused:
+ * y[i][o] = act(h[i]·w1[o] + b1[o]). One warp per row of H; each lane keeps
  * a partial sum per output, so H is read once whatever O is. O = 1 is the
  * MatVec. */
 #include "cuda_kernels.h"
@@ -13,7 +13,7 @@ template <int MAX_O>
 __global__ void
 __launch_bounds__(kWarpsPerBlock * 32)
     rowdot(const float *__restrict__ h, unsigned m, unsigned d, unsigned ldh,
-           const float *__restrict__ w1, const float *__restrict__ b1, unsigned o,
+           const float *__restrict__ w1, const float *__restrict__ b1, unsigned o, pp_act act,
            float *__restrict__ y)
 {
   const unsigned lane = threadIdx.x % 32;
@@ -55,7 +55,7 @@ __launch_bounds__(kWarpsPerBlock * 32)
       for (int offset = 16; offset > 0; offset /= 2)
         acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], offset);
       if (lane == (unsigned) j % 32)
-        y[(size_t) row * o + j] = fmaxf(acc[j] + (b1 ? __ldg(b1 + j) : 0.f), 0.f);
+        y[(size_t) row * o + j] = pp_act_apply(act, acc[j] + (b1 ? __ldg(b1 + j) : 0.f));
     }
   }
 }
@@ -63,10 +63,10 @@ __launch_bounds__(kWarpsPerBlock * 32)
 template <int MAX_O>
 cudaError_t
 launch(cudaStream_t stream, const float *h, uint32_t m, uint32_t d, uint32_t ldh, const float *w1,
-       const float *b1, uint32_t o, float *y)
+       const float *b1, uint32_t o, pp_act act, float *y)
 {
   rowdot<MAX_O><<<(m + kWarpsPerBlock - 1) / kWarpsPerBlock, kWarpsPerBlock * 32, 0, stream>>>(
-      h, m, d, ldh, w1, b1, o, y);
+      h, m, d, ldh, w1, b1, o, act, y);
   return cudaGetLastError();
 }
 
@@ -74,18 +74,18 @@ launch(cudaStream_t stream, const float *h, uint32_t m, uint32_t d, uint32_t ldh
 
 extern "C" cudaError_t
 pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint32_t d, uint32_t ldh,
-               const float *w1, const float *b1, uint32_t o, float *y)
+               const float *w1, const float *b1, uint32_t o, pp_act act, float *y)
 {
   if (!stream || !h || !w1 || !y || m == 0 || d == 0 || ldh < d || o == 0 || o > PP_ROWDOT_MAX_O)
     return cudaErrorInvalidValue;
   /* Accumulators are registers: size them to O. */
   if (o == 1)
-    return launch<1>(stream, h, m, d, ldh, w1, b1, o, y);
+    return launch<1>(stream, h, m, d, ldh, w1, b1, o, act, y);
   if (o <= 4)
-    return launch<4>(stream, h, m, d, ldh, w1, b1, o, y);
+    return launch<4>(stream, h, m, d, ldh, w1, b1, o, act, y);
   if (o <= 8)
-    return launch<8>(stream, h, m, d, ldh, w1, b1, o, y);
+    return launch<8>(stream, h, m, d, ldh, w1, b1, o, act, y);
   if (o <= 16)
-    return launch<16>(stream, h, m, d, ldh, w1, b1, o, y);
-  return launch<32>(stream, h, m, d, ldh, w1, b1, o, y);
+    return launch<16>(stream, h, m, d, ldh, w1, b1, o, act, y);
+  return launch<32>(stream, h, m, d, ldh, w1, b1, o, act, y);
 }

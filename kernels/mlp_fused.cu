@@ -1,4 +1,4 @@
-/* The whole MLP in one kernel when O = 1 and D ≤ 256: each block computes
+/* A two-layer MLP in one kernel when O = 1 and D ≤ 256: each block computes
  * complete rows of H = act(X·W0ᵀ + b0) in registers (its tile spans all of
  * D), multiplies them by w1 and reduces across the threads of each row with
  * warp shuffles. H never touches memory and a frame is one launch: what
@@ -13,8 +13,9 @@ namespace
 template <int BN>
 __global__ void __launch_bounds__(256, 2)
     mlp_fused(const pp_cuda_a x, unsigned m, unsigned k, const float *__restrict__ w0t,
-              unsigned ldw, const float *__restrict__ b0, unsigned d, bool hidden_relu,
-              const float *__restrict__ w1, const float *__restrict__ b1, float *__restrict__ y)
+              unsigned ldw, const float *__restrict__ b0, unsigned d, pp_act hidden_act,
+              const float *__restrict__ w1, const float *__restrict__ b1, pp_act out_act,
+              float *__restrict__ y)
 {
   constexpr int BM = 256 * 64 / BN; /* 256 threads × 64 outputs each, over BN columns */
   using Loop = pp::Mainloop<BM, BN>;
@@ -35,9 +36,7 @@ __global__ void __launch_bounds__(256, 2)
     for (int c = 0; c < 8; c++) {
       const unsigned col = Loop::col_of(c);
       if (col < d) {
-        float h = acc[r][c] + (b0 ? __ldg(b0 + col) : 0.f);
-        if (hidden_relu)
-          h = fmaxf(h, 0.f);
+        const float h = pp_act_apply(hidden_act, acc[r][c] + (b0 ? __ldg(b0 + col) : 0.f));
         partial = fmaf(h, __ldg(w1 + col), partial);
       }
     }
@@ -47,21 +46,21 @@ __global__ void __launch_bounds__(256, 2)
       partial += __shfl_xor_sync(0xffffffffu, partial, offset);
     const unsigned row = m0 + Loop::row_of(r);
     if (threadIdx.x % Loop::T::COLS == 0 && row < m)
-      y[row] = fmaxf(partial + bias1, 0.f);
+      y[row] = pp_act_apply(out_act, partial + bias1);
   }
 }
 
 template <int BN>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
-       uint32_t ldw, const float *b0, uint32_t d, bool hidden_relu, const float *w1,
-       const float *b1, float *y)
+       uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
+       const float *b1, pp_act out_act, float *y)
 {
   constexpr int BM = 256 * 64 / BN;
   if (d > BN)
     return cudaErrorInvalidValue;
-  mlp_fused<BN>
-      <<<(m + BM - 1) / BM, 256, 0, stream>>>(*x, m, k, w0t, ldw, b0, d, hidden_relu, w1, b1, y);
+  mlp_fused<BN><<<(m + BM - 1) / BM, 256, 0, stream>>>(*x, m, k, w0t, ldw, b0, d, hidden_act, w1,
+                                                       b1, out_act, y);
   return cudaGetLastError();
 }
 
@@ -78,19 +77,19 @@ pp_cuda_fused_tile_for(uint32_t d)
 
 extern "C" cudaError_t
 pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
-                  uint32_t ldw, const float *b0, uint32_t d, bool hidden_relu, const float *w1,
-                  const float *b1, float *y, pp_fused_tile tile)
+                  uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
+                  const float *b1, pp_act out_act, float *y, pp_fused_tile tile)
 {
   if (!stream || !x || !w0t || !w1 || !y || m == 0 || k == 0 || d == 0 || ldw < pp_cuda_pad4(d) ||
       ldw % 4 != 0 || (x->kind != PP_A_F32 && !x->k_offset))
     return cudaErrorInvalidValue;
   switch (tile) {
     case PP_FUSED_D64:
-      return launch<64>(stream, x, m, k, w0t, ldw, b0, d, hidden_relu, w1, b1, y);
+      return launch<64>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, out_act, y);
     case PP_FUSED_D128:
-      return launch<128>(stream, x, m, k, w0t, ldw, b0, d, hidden_relu, w1, b1, y);
+      return launch<128>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, out_act, y);
     case PP_FUSED_D256:
-      return launch<256>(stream, x, m, k, w0t, ldw, b0, d, hidden_relu, w1, b1, y);
+      return launch<256>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, out_act, y);
     default:
       return cudaErrorInvalidValue;
   }
