@@ -13,8 +13,8 @@
 #define MAX_DIM (1u << 24)
 
 static const char expected_layout[] =
-    "expected the state_dict of nn.Sequential(nn.Linear(K, D), [nn.ReLU(),] nn.Linear(D, O), "
-    "nn.ReLU()), e.g. 0.weight, 0.bias, 2.weight, 2.bias";
+    "expected the state_dict of an nn.Sequential of nn.Linear layers and activations, e.g. "
+    "0.weight, 0.bias, 2.weight, 2.bias";
 
 typedef struct {
   long index;
@@ -67,11 +67,20 @@ split_name(const char *name, char **prefix, long *index, gboolean *is_bias)
 }
 
 static int
-find_layers(const pp_safetensors *st, const char *source, linear_layer layers[2], char **msg)
+compare_index(const void *a, const void *b)
+{
+  const long x = ((const linear_layer *) a)->index, y = ((const linear_layer *) b)->index;
+  return (x > y) - (x < y);
+}
+
+/* The file's Linear layers in index order. */
+static int
+find_layers(const pp_safetensors *st, const char *source, linear_layer layers[PP_MAX_LAYERS],
+            unsigned *n_found, char **msg)
 {
   g_autofree char *prefix = NULL;
   const char *prefix_owner = NULL;
-  size_t n_layers = 0;
+  unsigned n_layers = 0;
 
   if (st->n_tensors == 0)
     return fail(msg, source, "the file holds no tensors; %s", expected_layout);
@@ -93,15 +102,13 @@ find_layers(const pp_safetensors *st, const char *source, linear_layer layers[2]
                     prefix_owner, t->name, expected_layout);
     }
     linear_layer *layer = NULL;
-    for (size_t l = 0; l < n_layers; l++)
+    for (unsigned l = 0; l < n_layers; l++)
       if (layers[l].index == index)
         layer = &layers[l];
     if (!layer) {
-      if (n_layers == 2)
-        return fail(msg, source,
-                    "tensor '%s' belongs to a third layer; the model has exactly two Linear "
-                    "layers (%s)",
-                    t->name, expected_layout);
+      if (n_layers == PP_MAX_LAYERS)
+        return fail(msg, source, "tensor '%s' belongs to a Linear layer past the %d supported",
+                    t->name, PP_MAX_LAYERS);
       layer = &layers[n_layers++];
       *layer = (linear_layer){ .index = index };
     }
@@ -110,18 +117,12 @@ find_layers(const pp_safetensors *st, const char *source, linear_layer layers[2]
     else
       layer->weight = t;
   }
-  if (n_layers < 2)
-    return fail(msg, source, "the file holds one layer (%s%ld); %s", prefix, layers[0].index,
-                expected_layout);
-  if (layers[0].index > layers[1].index) {
-    const linear_layer first = layers[1];
-    layers[1] = layers[0];
-    layers[0] = first;
-  }
-  for (size_t l = 0; l < 2; l++)
+  qsort(layers, n_layers, sizeof *layers, compare_index);
+  for (unsigned l = 0; l < n_layers; l++)
     if (!layers[l].weight)
       return fail(msg, source, "missing tensor '%s%ld.weight' (its bias is there)", prefix,
                   layers[l].index);
+  *n_found = n_layers;
   return 0;
 }
 
@@ -167,9 +168,87 @@ to_f32(const pp_st_tensor *t)
   return values;
 }
 
+static void
+free_layers(pp_model *m)
+{
+  for (unsigned i = 0; i < m->n_layers; i++) {
+    g_free(m->layers[i].w);
+    g_free(m->layers[i].b);
+    g_free(m->layers[i].name);
+  }
+}
+
+/* Where the activations come from: the property, the file's metadata, or
+ * (neither) the two-layer convention, which is then written to
+ * desc->linear[].act and explained in *assumed. */
+static int
+describe(const pp_safetensors *st, const char *name, const char *layers_property,
+         pp_hidden_activation hidden, const linear_layer *layers, unsigned n_layers,
+         pp_model_desc *desc, char **assumed, char **msg)
+{
+  const char *meta = pp_safetensors_metadata(st, PP_MODEL_DESC_KEY);
+  const char *text = layers_property && *layers_property ? layers_property : meta;
+  const char *origin =
+      text == layers_property ? "the layers property" : "its " PP_MODEL_DESC_KEY " metadata";
+  if (text) {
+    g_autofree char *reason = NULL;
+    if (pp_model_desc_parse(text, desc, &reason) < 0)
+      return fail(msg, name, "%s '%s' is not a valid description: %s", origin, text, reason);
+    if (desc->n_linear != n_layers)
+      return fail(
+          msg, name, "%s describes %u Linear layer%s but the file holds %u (the first is '%s')",
+          origin, desc->n_linear, desc->n_linear == 1 ? "" : "s", n_layers, layers[0].weight->name);
+    return 0;
+  }
+  if (n_layers != 2)
+    return fail(msg, name,
+                "the file holds %u Linear layers and says nothing of its activations: write it "
+                "with tools/pingpong-export, or describe it with the layers property (e.g. "
+                "layers=\"linear, relu, linear, gelu, linear\")",
+                n_layers);
+  *desc = (pp_model_desc){ .n_linear = 2 };
+  const bool relu =
+      hidden == PP_HIDDEN_AUTO ? layers[1].index - layers[0].index >= 2 : hidden == PP_HIDDEN_RELU;
+  desc->linear[0].act = (pp_act){ relu ? PP_ACT_RELU : PP_ACT_IDENTITY, 0.0f };
+  desc->linear[1].act = (pp_act){ PP_ACT_RELU, 0.0f };
+  *assumed = g_strdup_printf(
+      "%s has no %s metadata and no layers property was set, so it is run as the two-layer "
+      "convention: Linear, %sLinear, ReLU. If that is not the model, export it with "
+      "tools/pingpong-export or set the layers property.",
+      name, PP_MODEL_DESC_KEY, relu ? "ReLU, " : "");
+  return 0;
+}
+
+/* Each layer's tensors against the description and the previous layer. */
+static int
+check_against(const char *name, const linear_layer *layers, unsigned n, const pp_model_desc *desc,
+              char **msg)
+{
+  for (unsigned i = 0; i < n; i++) {
+    const pp_st_tensor *w = layers[i].weight;
+    const pp_desc_linear *d = &desc->linear[i];
+    g_autofree char *dims = pp_st_shape_string(w);
+    if (d->has_dims && (w->shape[0] != d->out || w->shape[1] != d->in))
+      return fail(msg, name,
+                  "Linear layer %u: tensor '%s' is %s (out×in) but the description says "
+                  "linear(%u,%u)",
+                  i + 1, w->name, dims, d->in, d->out);
+    if (i > 0 && w->shape[1] != layers[i - 1].weight->shape[0]) {
+      g_autofree char *prev = pp_st_shape_string(layers[i - 1].weight);
+      return fail(msg, name,
+                  "the layers don't chain: Linear layer %u, '%s', is %s (out×in), so it takes "
+                  "%" G_GUINT64_FORMAT " inputs, but layer %u, '%s', is %s and gives "
+                  "%" G_GUINT64_FORMAT,
+                  i + 1, w->name, dims, w->shape[1], i, layers[i - 1].weight->name, prev,
+                  layers[i - 1].weight->shape[0]);
+    }
+  }
+  return 0;
+}
+
 int
-pp_model_parse(const uint8_t *bytes, size_t len, const char *name, pp_hidden_activation hidden,
-               pp_model **out, char **msg)
+pp_model_parse(const uint8_t *bytes, size_t len, const char *name, const char *layers_property,
+               pp_hidden_activation hidden, pp_model **out, char **msg)
 {
   pp_safetensors *st = NULL;
   char *reason = NULL;
@@ -178,42 +257,45 @@ pp_model_parse(const uint8_t *bytes, size_t len, const char *name, pp_hidden_act
     g_free(reason);
     return -EINVAL;
   }
-  linear_layer layers[2] = { { 0 } };
-  int rc = find_layers(st, name, layers, msg);
-  for (int l = 0; l < 2 && rc == 0; l++)
+  linear_layer layers[PP_MAX_LAYERS] = { { 0 } };
+  unsigned n = 0;
+  pp_model_desc desc;
+  char *assumed = NULL;
+  int rc = find_layers(st, name, layers, &n, msg);
+  for (unsigned l = 0; l < n && rc == 0; l++)
     rc = check_layer(&layers[l], name, msg);
-  if (rc == 0 && layers[1].weight->shape[1] != layers[0].weight->shape[0]) {
-    g_autofree char *dims0 = pp_st_shape_string(layers[0].weight);
-    g_autofree char *dims1 = pp_st_shape_string(layers[1].weight);
-    rc = fail(msg, name,
-              "the layers don't chain: '%s' is %s (D×K), so the second layer needs D = "
-              "%" G_GUINT64_FORMAT " inputs, but '%s' is %s (O×D)",
-              layers[0].weight->name, dims0, layers[0].weight->shape[0], layers[1].weight->name,
-              dims1);
-  }
+  if (rc == 0)
+    rc = describe(st, name, layers_property, hidden, layers, n, &desc, &assumed, msg);
+  if (rc == 0)
+    rc = check_against(name, layers, n, &desc, msg);
   if (rc == 0) {
     pp_model *m = g_new0(pp_model, 1);
-    m->d = layers[0].weight->shape[0];
-    m->k = layers[0].weight->shape[1];
-    m->o = layers[1].weight->shape[0];
-    m->hidden_relu = hidden == PP_HIDDEN_AUTO ? layers[1].index - layers[0].index >= 2
-                                              : hidden == PP_HIDDEN_RELU;
-    m->w0 = to_f32(layers[0].weight);
-    m->b0 = to_f32(layers[0].bias);
-    m->w1 = to_f32(layers[1].weight);
-    m->b1 = to_f32(layers[1].bias);
+    m->n_layers = n;
+    for (unsigned l = 0; l < n; l++) {
+      pp_layer *layer = &m->layers[l];
+      layer->out = layers[l].weight->shape[0];
+      layer->in = layers[l].weight->shape[1];
+      layer->w = to_f32(layers[l].weight);
+      layer->b = to_f32(layers[l].bias);
+      layer->act = desc.linear[l].act;
+      layer->name = g_strdup(layers[l].weight->name);
+    }
+    m->k = m->layers[0].in;
+    m->o = m->layers[n - 1].out;
     m->source = g_strdup(name);
-    m->w0_name = g_strdup(layers[0].weight->name);
-    m->w1_name = g_strdup(layers[1].weight->name);
+    m->assumed = assumed;
     m->id = new_model_id();
     *out = m;
+  } else {
+    g_free(assumed);
   }
   pp_safetensors_free(st);
   return rc;
 }
 
 int
-pp_model_load(const char *path, pp_hidden_activation hidden, pp_model **out, char **msg)
+pp_model_load(const char *path, const char *layers, pp_hidden_activation hidden, pp_model **out,
+              char **msg)
 {
   uint8_t *bytes = NULL;
   size_t len = 0;
@@ -224,7 +306,7 @@ pp_model_load(const char *path, pp_hidden_activation hidden, pp_model **out, cha
     g_free(reason);
     return rc;
   }
-  rc = pp_model_parse(bytes, len, path, hidden, out, msg);
+  rc = pp_model_parse(bytes, len, path, layers, hidden, out, msg);
   g_free(bytes);
   return rc;
 }
@@ -252,26 +334,94 @@ uniform(uint64_t *state, size_t count, float bound)
 }
 
 int
-pp_model_generate(uint32_t k, uint32_t d, uint32_t o, pp_hidden_activation hidden, pp_model **out)
+pp_model_generate_layers(uint32_t k, unsigned n_layers, const uint32_t *outs, const pp_act *acts,
+                         pp_model **out)
 {
-  if (k == 0 || d == 0 || o == 0 || k > MAX_DIM || d > MAX_DIM || o > MAX_DIM)
+  if (k == 0 || k > MAX_DIM || n_layers == 0 || n_layers > PP_MAX_LAYERS)
     return -EINVAL;
-  uint64_t state = (uint64_t) k * 0x100000001B3ull ^ (uint64_t) d << 21 ^ (uint64_t) o << 42;
+  for (unsigned l = 0; l < n_layers; l++)
+    if (outs[l] == 0 || outs[l] > MAX_DIM || acts[l].kind >= PP_N_ACTS)
+      return -EINVAL;
+  /* The seed's two-layer networks keep the weights they always had. */
+  uint64_t state = (uint64_t) k * 0x100000001B3ull ^ (uint64_t) outs[0] << 21 ^
+                   (uint64_t) outs[n_layers - 1] << 42;
+  for (unsigned l = 1; l + 1 < n_layers; l++)
+    state = state * 0x9E3779B97F4A7C15ull ^ outs[l];
   pp_model *m = g_new0(pp_model, 1);
+  m->n_layers = n_layers;
+  uint32_t in = k;
+  for (unsigned l = 0; l < n_layers; l++) {
+    pp_layer *layer = &m->layers[l];
+    layer->in = in;
+    layer->out = outs[l];
+    layer->act = acts[l];
+    layer->w = uniform(&state, (size_t) layer->out * in, 1.0f / sqrtf(in));
+    layer->b = uniform(&state, layer->out, 1.0f / sqrtf(in));
+    layer->name = g_strdup_printf("%u.weight", 2 * l);
+    in = outs[l];
+  }
   m->k = k;
-  m->d = d;
-  m->o = o;
-  m->hidden_relu = hidden == PP_HIDDEN_RELU;
-  m->w0 = uniform(&state, (size_t) d * k, 1.0f / sqrtf(k));
-  m->b0 = uniform(&state, d, 1.0f / sqrtf(k));
-  m->w1 = uniform(&state, (size_t) o * d, 1.0f / sqrtf(d));
-  m->b1 = uniform(&state, o, 1.0f / sqrtf(d));
+  m->o = outs[n_layers - 1];
   m->source = g_strdup("generated");
-  m->w0_name = g_strdup("0.weight");
-  m->w1_name = g_strdup(m->hidden_relu ? "2.weight" : "1.weight");
   m->id = new_model_id();
   *out = m;
   return 0;
+}
+
+int
+pp_model_generate_desc(uint32_t k, const pp_model_desc *desc, pp_model **out, char **msg)
+{
+  uint32_t outs[PP_MAX_LAYERS];
+  pp_act acts[PP_MAX_LAYERS];
+  for (unsigned l = 0; l < desc->n_linear; l++) {
+    const pp_desc_linear *d = &desc->linear[l];
+    if (!d->has_dims)
+      return fail(msg, "generated",
+                  "Linear layer %u has no widths; generated weights need "
+                  "linear(IN,OUT) for every layer",
+                  l + 1);
+    outs[l] = d->out;
+    acts[l] = d->act;
+  }
+  if (desc->linear[0].in != k)
+    return fail(msg, "generated", "the first Linear layer takes %u inputs but the frames give K=%u",
+                desc->linear[0].in, k);
+  if (pp_model_generate_layers(k, desc->n_linear, outs, acts, out) < 0)
+    return fail(msg, "generated", "cannot generate these layers");
+  return 0;
+}
+
+int
+pp_model_generate(uint32_t k, uint32_t d, uint32_t o, pp_hidden_activation hidden, pp_model **out)
+{
+  const uint32_t outs[2] = { d, o };
+  const pp_act acts[2] = { { hidden == PP_HIDDEN_RELU ? PP_ACT_RELU : PP_ACT_IDENTITY, 0.0f },
+                           { PP_ACT_RELU, 0.0f } };
+  return pp_model_generate_layers(k, 2, outs, acts, out);
+}
+
+uint32_t
+pp_model_max_hidden(const pp_model *model)
+{
+  uint32_t widest = 0;
+  for (unsigned l = 0; l + 1 < model->n_layers; l++)
+    widest = MAX(widest, model->layers[l].out);
+  return widest;
+}
+
+char *
+pp_model_describe(const pp_model *model)
+{
+  GString *text = g_string_new(NULL);
+  for (unsigned l = 0; l < model->n_layers; l++) {
+    const pp_layer *layer = &model->layers[l];
+    g_string_append_printf(text, "%slinear(%u,%u)", l ? ", " : "", layer->in, layer->out);
+    if (layer->act.kind != PP_ACT_IDENTITY) {
+      g_autofree char *act = pp_act_to_string(layer->act);
+      g_string_append_printf(text, ", %s", act);
+    }
+  }
+  return g_string_free(text, FALSE);
 }
 
 int
@@ -279,8 +429,9 @@ pp_model_check_inputs(const pp_model *model, uint32_t k, char **msg)
 {
   if (k == model->k)
     return 0;
-  return fail(msg, model->source, "tensor '%s' is %u×%u but the frame gives K=%u", model->w0_name,
-              model->d, model->k, k);
+  const pp_layer *first = &model->layers[0];
+  return fail(msg, model->source, "tensor '%s' is %u×%u but the frame gives K=%u", first->name,
+              first->out, first->in, k);
 }
 
 void
@@ -288,12 +439,8 @@ pp_model_free(pp_model *model)
 {
   if (!model)
     return;
-  g_free(model->w0);
-  g_free(model->b0);
-  g_free(model->w1);
-  g_free(model->b1);
+  free_layers(model);
   g_free(model->source);
-  g_free(model->w0_name);
-  g_free(model->w1_name);
+  g_free(model->assumed);
   g_free(model);
 }

@@ -163,13 +163,22 @@ out:
 }
 
 static int
-check_metadata(const pp_json *meta, char **msg)
+read_metadata(const pp_json *meta, pp_safetensors *st, char **msg)
 {
   if (meta->type != PP_JSON_OBJECT)
     return set_error(msg, "\"__metadata__\" is not an object");
+  if (st->meta_keys)
+    return set_error(msg, "the header has two \"__metadata__\" entries");
   for (size_t i = 0; i < meta->n_items; i++)
     if (meta->items[i]->type != PP_JSON_STRING)
       return set_error(msg, "\"__metadata__\" value '%s' is not a string", meta->items[i]->key);
+  st->meta_keys = g_new0(char *, meta->n_items + 1);
+  st->meta_values = g_new0(char *, meta->n_items + 1);
+  for (size_t i = 0; i < meta->n_items; i++) {
+    st->meta_keys[i] = g_strdup(meta->items[i]->key);
+    st->meta_values[i] = g_strdup(meta->items[i]->string);
+  }
+  st->n_meta = meta->n_items;
   return 0;
 }
 
@@ -209,7 +218,7 @@ pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char
   for (size_t i = 0; i < root->n_items && rc == 0; i++) {
     const pp_json *entry = root->items[i];
     if (strcmp(entry->key, "__metadata__") == 0) {
-      rc = check_metadata(entry, msg);
+      rc = read_metadata(entry, st, msg);
       continue;
     }
     pp_st_tensor *t = &st->tensors[st->n_tensors++];
@@ -244,7 +253,18 @@ pp_safetensors_free(pp_safetensors *st)
     g_free(st->tensors[i].dtype_name);
   }
   g_free(st->tensors);
+  g_strfreev(st->meta_keys);
+  g_strfreev(st->meta_values);
   g_free(st);
+}
+
+const char *
+pp_safetensors_metadata(const pp_safetensors *st, const char *key)
+{
+  for (size_t i = 0; i < st->n_meta; i++)
+    if (strcmp(st->meta_keys[i], key) == 0)
+      return st->meta_values[i];
+  return NULL;
 }
 
 const pp_st_tensor *

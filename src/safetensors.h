@@ -32,6 +32,8 @@ typedef struct {
 typedef struct {
   pp_st_tensor *tensors; /* in header order */
   size_t n_tensors;
+  char **meta_keys, **meta_values; /* the "__metadata__" map, string to string */
+  size_t n_meta;
 } pp_safetensors;
 
 /* Parses and validates file[0..len); tensors point into `file`, which must
@@ -40,6 +42,9 @@ int pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, 
 void pp_safetensors_free(pp_safetensors *st);
 
 const pp_st_tensor *pp_safetensors_find(const pp_safetensors *st, const char *name);
+
+/* A "__metadata__" value by key, or NULL. */
+const char *pp_safetensors_metadata(const pp_safetensors *st, const char *key);
 
 /* Converts a F32/F16/BF16 tensor to float32 (little-endian data). */
 void pp_st_tensor_to_f32(const pp_st_tensor *t, float *dst);
