@@ -18,17 +18,25 @@ typedef struct {
   GCond wake;
   bool has_job, running, quit;
   pp_job job;
-  float *x, *hidden; /* N×K inputs, N×D hidden activations */
+  float *x;         /* N×K inputs */
+  float *hidden[2]; /* N × the widest hidden layer, taking turns */
 } worker;
+
+/* A layer's weights as the kernels want them: packed panels, or the plain
+ * row when it has one output (the MatVec). */
+typedef struct {
+  uint32_t in, out;
+  float *packed, *w, *b;
+  pp_act act;
+} cpu_layer;
 
 struct cpu_backend {
   pp_backend base;
   pp_frame_layout layout;
-  uint32_t d, o;
-  bool hidden_relu;
   uint64_t model_id;
-  float *w0_packed, *b0;
-  float *w1_packed, *w1, *b1; /* w1 used directly when O = 1 */
+  unsigned n_layers;
+  cpu_layer layers[PP_MAX_LAYERS];
+  uint32_t max_hidden;
   unsigned n_workers;
   worker workers[PP_MAX_SLOTS];
 };
@@ -38,11 +46,16 @@ run_job(cpu_backend *b, worker *w)
 {
   const pp_frame_layout *l = &b->layout;
   pp_cpu_gather(l, w->job.input, w->x);
-  pp_cpu_linear(w->x, l->n, l->k, b->w0_packed, b->b0, b->d, b->hidden_relu, w->hidden);
-  if (b->o == 1)
-    pp_cpu_matvec(w->hidden, l->n, b->d, b->w1, b->b1 ? b->b1[0] : 0.0f, true, w->job.output);
-  else
-    pp_cpu_linear(w->hidden, l->n, b->d, b->w1_packed, b->b1, b->o, true, w->job.output);
+  const float *in = w->x;
+  for (unsigned i = 0; i < b->n_layers; i++) {
+    const cpu_layer *layer = &b->layers[i];
+    float *out = i + 1 == b->n_layers ? w->job.output : w->hidden[i % 2];
+    if (layer->out == 1)
+      pp_cpu_matvec(in, l->n, layer->in, layer->w, layer->b ? layer->b[0] : 0.0f, layer->act, out);
+    else
+      pp_cpu_linear(in, l->n, layer->in, layer->packed, layer->b, layer->out, layer->act, out);
+    in = out;
+  }
 }
 
 static gpointer
@@ -83,7 +96,8 @@ stop_workers(cpu_backend *b)
     g_mutex_clear(&w->lock);
     g_cond_clear(&w->wake);
     g_free(w->x);
-    g_free(w->hidden);
+    g_free(w->hidden[0]);
+    g_free(w->hidden[1]);
     memset(w, 0, sizeof *w);
   }
   b->n_workers = 0;
@@ -92,12 +106,13 @@ stop_workers(cpu_backend *b)
 static void
 free_weights(cpu_backend *b)
 {
-  g_free(b->w0_packed);
-  g_free(b->b0);
-  g_free(b->w1_packed);
-  g_free(b->w1);
-  g_free(b->b1);
-  b->w0_packed = b->b0 = b->w1_packed = b->w1 = b->b1 = NULL;
+  for (unsigned i = 0; i < b->n_layers; i++) {
+    g_free(b->layers[i].packed);
+    g_free(b->layers[i].w);
+    g_free(b->layers[i].b);
+  }
+  memset(b->layers, 0, sizeof b->layers);
+  b->n_layers = 0;
   b->model_id = 0;
 }
 
@@ -111,16 +126,20 @@ static void
 load_weights(cpu_backend *b, const pp_model *m)
 {
   free_weights(b);
-  b->w0_packed = g_new(float, pp_cpu_packed_floats(m->d, m->k));
-  pp_cpu_pack_weights(m->w0, m->d, m->k, b->w0_packed);
-  b->b0 = copy_floats(m->b0, m->d);
-  if (m->o == 1) {
-    b->w1 = copy_floats(m->w1, m->d);
-  } else {
-    b->w1_packed = g_new(float, pp_cpu_packed_floats(m->o, m->d));
-    pp_cpu_pack_weights(m->w1, m->o, m->d, b->w1_packed);
+  for (unsigned i = 0; i < m->n_layers; i++) {
+    const pp_layer *src = &m->layers[i];
+    cpu_layer *dst = &b->layers[i];
+    *dst = (cpu_layer){ .in = src->in, .out = src->out, .act = src->act };
+    if (src->out == 1) {
+      dst->w = copy_floats(src->w, src->in);
+    } else {
+      dst->packed = g_new(float, pp_cpu_packed_floats(src->out, src->in));
+      pp_cpu_pack_weights(src->w, src->out, src->in, dst->packed);
+    }
+    dst->b = copy_floats(src->b, src->out);
   }
-  b->b1 = copy_floats(m->b1, m->o);
+  b->n_layers = m->n_layers;
+  b->max_hidden = pp_model_max_hidden(m);
   b->model_id = m->id;
 }
 
@@ -137,9 +156,6 @@ cpu_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *la
   if (b->model_id != model->id)
     load_weights(b, model);
   b->layout = *layout;
-  b->d = model->d;
-  b->o = model->o;
-  b->hidden_relu = model->hidden_relu;
   for (unsigned i = 0; i < n_slots; i++) {
     worker *w = &b->workers[i];
     w->owner = b;
@@ -147,7 +163,8 @@ cpu_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *la
     g_mutex_init(&w->lock);
     g_cond_init(&w->wake);
     w->x = g_new(float, (size_t) layout->n * layout->k);
-    w->hidden = g_new(float, (size_t) layout->n * model->d);
+    for (unsigned h = 0; h < 2 && b->max_hidden; h++)
+      w->hidden[h] = g_new(float, (size_t) layout->n * b->max_hidden);
     w->thread = g_thread_new("pp-cpu-slot", worker_main, w);
     b->n_workers = i + 1;
   }

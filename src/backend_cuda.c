@@ -14,28 +14,18 @@
  * allocated or synchronised per frame. */
 #include "backend_cuda.h"
 
-#include <cublasLt.h>
-#include <cuda_runtime_api.h>
 #include <errno.h>
-#include <glib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "backend_cuda_priv.h"
 #include "cuda_host.h"
 #include "stats.h"
-#include "cuda_kernels.h"
-#include "gemm_cublaslt.h"
 
-/* cuBLASLt's recommended workspace on Hopper. */
-#define LT_WORKSPACE_BYTES (32u << 20)
 /* Stage times are read back for one frame in this many: reading them costs
  * the consumer thread a few microseconds. */
 #define TIMING_PERIOD 8
-#define TUNE_REPS 10
-/* Timed regions start behind this much GPU busy-wait (pp_cuda_spin), so
- * the CPU has launched the whole region before the GPU gets to it. */
-#define TIMING_LEAD_US 100
 /* The completion waiter sleeps until shortly before a frame is expected to
  * be done (a running mean of how long frames take), then polls its event:
  * polling sees a finished frame ~10 µs after it is done, a blocking wait
@@ -43,121 +33,27 @@
 #define SLEEP_STEP_US 20
 #define POLL_AT_MOST_US 300
 
-typedef struct cuda_backend cuda_backend;
-
-typedef struct {
-  cuda_backend *owner;
-  unsigned index;
-  cudaStream_t stream;
-  void *staging_in;   /* pinned, one frame */
-  float *staging_out; /* pinned, one result */
-  void *d_in;         /* the frame on the device */
-  float *d_x;         /* X as floats, for cuBLAS (byte input only) */
-  float *d_h;         /* hidden activations, N × ldw0 */
-  float *d_out;       /* N × O */
-  void *workspace;    /* cuBLASLt's, one per stream */
-  cudaEvent_t ev_start, ev_h2d, ev_mlp, ev_d2h, ev_done;
-  pp_cuda_a x;          /* reads this slot's frame */
-  pp_cuda_a h;          /* reads this slot's hidden activations */
-  cudaGraphExec_t exec; /* the MLP's kernels */
-  bool staged_out;
-  bool timed;
-  uint64_t frames;
-  int64_t submitted_ns; /* for the completion waiter's estimate */
-} cuda_slot;
-
-struct cuda_backend {
-  pp_backend base;
-  int device;
-  /* The shared CUcontext to run in, or NULL for the device's primary one;
-   * every thread binds it before its CUDA calls (bind_context). */
-  void *context;
-  int (*ctx_set_current)(void *ctx);
-  pp_precision precision;
-  pp_completion completion;
-  bool use_graphs;
-  cudaStream_t setup_stream;
-  cublasLtHandle_t lt;
-
-  /* Weights, uploaded once per model. */
-  uint64_t model_id;
-  uint32_t d, o, ldw0, ldw1;
-  bool hidden_relu, has_b0, has_b1;
-  float *w0, *w0t, *b0, *w1, *w1t, *b1;
-
-  /* Per layout. */
-  pp_frame_layout layout;
-  size_t out_bytes;
-  int32_t *h_koff, *d_koff;
-  pp_cuda_path path;
-  pp_fused_tile fused_tile;
-  pp_lt_gemm *lt1, *lt2;
-  char description[160];
-
-  unsigned n_slots;
-  cuda_slot slots[PP_MAX_SLOTS];
-
-  /* PINGPONG_CUDA_TRACE=1: where submit's time goes, printed at destroy. */
-  bool trace;
-  double trace_us[5]; /* staging, upload, MLP, download + completion, total */
-  uint64_t trace_frames;
-  double trace_waiter_cpu_us; /* waiter's busy time: sleeping excluded */
-
-  /* Completion by event: a thread waits on each frame's event in turn. */
-  GThread *waiter;
-  GMutex lock;
-  GCond wake;
-  GQueue pending; /* slot indices, submission order */
-  bool quit;
-  double frame_us; /* running mean, submit to done, of the frames waited on */
-};
-
-static const char *const path_names[PP_N_PATHS] = {
-  [PP_PATH_FUSED] = "fused",
-  [PP_PATH_OWN] = "own",
-  [PP_PATH_OWN_64] = "own64",
-  [PP_PATH_CUBLAS] = "cublas",
-};
-
-const char *
-pp_cuda_path_name(pp_cuda_path path)
-{
-  return path < PP_N_PATHS ? path_names[path] : "?";
-}
-
 /* ---- errors ------------------------------------------------------------- */
 
-static int
-cuda_fail(char **msg, const char *call, cudaError_t err, int line)
+int
+pp_cuda_fail(char **msg, const char *call, cudaError_t err, const char *file, int line)
 {
+  const char *base = strrchr(file, '/');
   if (msg && !*msg)
-    *msg = g_strdup_printf("%s failed: %s (%s) [backend_cuda.c:%d]", call, cudaGetErrorString(err),
-                           cudaGetErrorName(err), line);
+    *msg = g_strdup_printf("%s failed: %s (%s) [%s:%d]", call, cudaGetErrorString(err),
+                           cudaGetErrorName(err), base ? base + 1 : file, line);
   return -EIO;
 }
 
-static int
-blas_fail(char **msg, const char *call, cublasStatus_t status, int line)
+int
+pp_blas_fail(char **msg, const char *call, cublasStatus_t status, const char *file, int line)
 {
+  const char *base = strrchr(file, '/');
   if (msg && !*msg)
-    *msg = g_strdup_printf("%s failed: %s [backend_cuda.c:%d]", call,
-                           cublasLtGetStatusString(status), line);
+    *msg = g_strdup_printf("%s failed: %s [%s:%d]", call, cublasLtGetStatusString(status),
+                           base ? base + 1 : file, line);
   return -EIO;
 }
-
-/* Every CUDA call is checked; these need `msg` in scope. */
-#define CUDA_CHECK(call)                                                                           \
-  do {                                                                                             \
-    const cudaError_t err_ = (call);                                                               \
-    if (err_ != cudaSuccess)                                                                       \
-      return cuda_fail(msg, #call, err_, __LINE__);                                                \
-  } while (0)
-#define BLAS_CHECK(call)                                                                           \
-  do {                                                                                             \
-    const cublasStatus_t status_ = (call);                                                         \
-    if (status_ != CUBLAS_STATUS_SUCCESS)                                                          \
-      return blas_fail(msg, #call, status_, __LINE__);                                             \
-  } while (0)
 
 /* ---- context ------------------------------------------------------------- */
 
@@ -221,47 +117,6 @@ pp_cuda_host_unregister(void *ptr)
 
 /* ---- one frame ------------------------------------------------------------ */
 
-static int
-run_mlp(cuda_backend *b, cuda_slot *s, pp_cuda_path path, cudaStream_t stream, char **msg)
-{
-  const uint32_t n = b->layout.n, k = b->layout.k;
-  const float *b0 = b->has_b0 ? b->b0 : NULL, *b1 = b->has_b1 ? b->b1 : NULL;
-  switch (path) {
-    case PP_PATH_FUSED:
-      CUDA_CHECK(pp_cuda_mlp_fused(stream, &s->x, n, k, b->w0t, b->ldw0, b0, b->d, b->hidden_relu,
-                                   b->w1, b1, s->d_out, b->fused_tile));
-      return 0;
-    case PP_PATH_OWN:
-    case PP_PATH_OWN_64: {
-      const pp_gemm_tile tile = path == PP_PATH_OWN ? PP_TILE_128x128 : PP_TILE_64x64;
-      CUDA_CHECK(pp_cuda_gemm(stream, &s->x, n, k, b->w0t, b->ldw0, b0, b->d, b->hidden_relu,
-                              s->d_h, b->ldw0, tile));
-      if (b->o <= PP_ROWDOT_MAX_O)
-        CUDA_CHECK(pp_cuda_rowdot(stream, s->d_h, n, b->d, b->ldw0, b->w1, b1, b->o, s->d_out));
-      else
-        CUDA_CHECK(pp_cuda_gemm(stream, &s->h, n, b->d, b->w1t, b->ldw1, b1, b->o, true, s->d_out,
-                                b->o, tile));
-      return 0;
-    }
-    case PP_PATH_CUBLAS: {
-      const float *x = s->d_in;
-      if (s->x.kind != PP_A_F32) {
-        CUDA_CHECK(pp_cuda_convert(stream, &s->x, n, k, s->d_x, k));
-        x = s->d_x;
-      }
-      BLAS_CHECK(pp_lt_gemm_run(b->lt1, stream, x, b->w0, s->d_h, s->workspace));
-      if (b->o <= PP_ROWDOT_MAX_O)
-        CUDA_CHECK(pp_cuda_rowdot(stream, s->d_h, n, b->d, b->ldw0, b->w1, b1, b->o, s->d_out));
-      else
-        BLAS_CHECK(pp_lt_gemm_run(b->lt2, stream, s->d_h, b->w1, s->d_out, s->workspace));
-      return 0;
-    }
-    default:
-      *msg = g_strdup("no MLP path chosen");
-      return -EINVAL;
-  }
-}
-
 /* Whether finish has nothing to do for the slot's current frame. */
 static bool
 slot_free(const cuda_slot *s)
@@ -288,7 +143,7 @@ static int
 enqueue_mlp(cuda_backend *b, cuda_slot *s, char **msg)
 {
   if (!s->exec)
-    return run_mlp(b, s, b->path, s->stream, msg);
+    return pp_gpu_mlp_run(b, s, PP_N_PATHS, s->stream, msg);
   CUDA_CHECK(cudaGraphLaunch(s->exec, s->stream));
   return 0;
 }
@@ -321,7 +176,7 @@ capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
   cudaGraph_t graph = NULL;
   CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
   char *reason = NULL;
-  const int rc = run_mlp(b, s, b->path, s->stream, &reason);
+  const int rc = pp_gpu_mlp_run(b, s, PP_N_PATHS, s->stream, &reason);
   const cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
   if (rc < 0) {
     if (graph)
@@ -335,7 +190,7 @@ capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
   cudaGraphDestroy(graph);
   if (err != cudaSuccess) {
     s->exec = NULL;
-    return cuda_fail(msg, "cudaGraphInstantiate", err, __LINE__);
+    return pp_cuda_fail(msg, "cudaGraphInstantiate", err, __FILE__, __LINE__);
   }
   return 0;
 }
@@ -390,7 +245,7 @@ waiter_main(gpointer data)
     const double took_us = (pp_now_ns() - submitted) / 1000.0;
     char *msg = NULL;
     if (err != cudaSuccess)
-      cuda_fail(&msg, "a frame's work on the GPU", err, __LINE__);
+      pp_cuda_fail(&msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
     b->base.complete(b->base.complete_data, index, err == cudaSuccess ? 0 : -EIO, msg,
                      err == cudaSuccess && slot_free(s));
     g_free(msg);
@@ -457,7 +312,7 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   if (err == cudaSuccess)
     err = mark(s, s->ev_h2d);
   if (err != cudaSuccess)
-    rc = cuda_fail(msg, "uploading a frame", err, __LINE__);
+    rc = pp_cuda_fail(msg, "uploading a frame", err, __FILE__, __LINE__);
   const int64_t t2 = b->trace ? pp_now_ns() : 0;
   if (rc == 0)
     rc = enqueue_mlp(b, s, msg);
@@ -469,7 +324,7 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
     if (err == cudaSuccess)
       err = mark(s, s->ev_d2h);
     if (err != cudaSuccess)
-      rc = cuda_fail(msg, "downloading a result", err, __LINE__);
+      rc = pp_cuda_fail(msg, "downloading a result", err, __FILE__, __LINE__);
   }
   if (rc == 0)
     rc = enqueue_completion(b, s, msg);
@@ -535,7 +390,7 @@ cuda_poll(pp_backend *base, unsigned index, char **msg)
   const cudaError_t err = cudaStreamQuery(b->slots[index].stream);
   if (err == cudaSuccess || err == cudaErrorNotReady)
     return 0;
-  return cuda_fail(msg, "a frame's work on the GPU", err, __LINE__);
+  return pp_cuda_fail(msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
 }
 
 static const char *
@@ -558,7 +413,8 @@ free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
       cudaEventDestroy(*events[i]);
   cudaFree(s->d_in);
   cudaFree(s->d_x);
-  cudaFree(s->d_h);
+  cudaFree(s->d_h[0]);
+  cudaFree(s->d_h[1]);
   cudaFree(s->d_out);
   cudaFree(s->workspace);
   pp_host_free(s->staging_in, frame_bytes, true);
@@ -572,83 +428,11 @@ free_slots(cuda_backend *b)
   for (unsigned i = 0; i < b->n_slots; i++)
     free_slot(&b->slots[i], b->layout.frame_bytes, b->out_bytes);
   b->n_slots = 0;
-  pp_lt_gemm_destroy(b->lt1);
-  pp_lt_gemm_destroy(b->lt2);
-  b->lt1 = b->lt2 = NULL;
+  pp_gpu_mlp_unplan(b);
   cudaFree(b->d_koff);
   g_free(b->h_koff);
   b->d_koff = NULL;
   b->h_koff = NULL;
-}
-
-static void
-free_weights(cuda_backend *b)
-{
-  float **weights[] = { &b->w0, &b->w0t, &b->b0, &b->w1, &b->w1t, &b->b1 };
-  for (size_t i = 0; i < G_N_ELEMENTS(weights); i++) {
-    cudaFree(*weights[i]);
-    *weights[i] = NULL;
-  }
-  b->model_id = 0;
-}
-
-/* Copies `count` floats to a new device buffer of `capacity` floats, the
- * rest zero. */
-static int
-upload(cuda_backend *b, float **dst, const float *src, size_t count, size_t capacity, char **msg)
-{
-  CUDA_CHECK(cudaMalloc((void **) dst, capacity * sizeof(float)));
-  CUDA_CHECK(cudaMemsetAsync(*dst, 0, capacity * sizeof(float), b->setup_stream));
-  if (src && count)
-    CUDA_CHECK(
-        cudaMemcpyAsync(*dst, src, count * sizeof(float), cudaMemcpyHostToDevice, b->setup_stream));
-  return 0;
-}
-
-/* W [rows×cols] → Wt [cols×ld], zero-padded past `rows`. */
-static float *
-transpose_padded(const float *w, uint32_t rows, uint32_t cols, uint32_t ld)
-{
-  float *t = g_new0(float, (size_t) cols *ld);
-  for (uint32_t r = 0; r < rows; r++)
-    for (uint32_t c = 0; c < cols; c++)
-      t[(size_t) c * ld + r] = w[(size_t) r * cols + c];
-  return t;
-}
-
-static int
-load_weights(cuda_backend *b, const pp_model *m, char **msg)
-{
-  free_weights(b);
-  b->d = m->d;
-  b->o = m->o;
-  b->ldw0 = pp_cuda_pad4(m->d);
-  b->ldw1 = pp_cuda_pad4(m->o);
-  b->hidden_relu = m->hidden_relu;
-  b->has_b0 = m->b0 != NULL;
-  b->has_b1 = m->b1 != NULL;
-  float *w0t = transpose_padded(m->w0, m->d, m->k, b->ldw0);
-  float *w1t = transpose_padded(m->w1, m->o, m->d, b->ldw1);
-  int rc = upload(b, &b->w0, m->w0, (size_t) m->d * m->k, (size_t) m->d * m->k, msg);
-  if (rc == 0)
-    rc = upload(b, &b->w0t, w0t, (size_t) m->k * b->ldw0, (size_t) m->k * b->ldw0, msg);
-  if (rc == 0)
-    rc = upload(b, &b->b0, m->b0, m->b0 ? m->d : 0, b->ldw0, msg);
-  if (rc == 0)
-    rc = upload(b, &b->w1, m->w1, (size_t) m->o * m->d, (size_t) m->o * m->d, msg);
-  if (rc == 0)
-    rc = upload(b, &b->w1t, w1t, (size_t) m->d * b->ldw1, (size_t) m->d * b->ldw1, msg);
-  if (rc == 0)
-    rc = upload(b, &b->b1, m->b1, m->b1 ? m->o : 0, b->ldw1, msg);
-  /* The host copies must outlive the asynchronous uploads. */
-  const cudaError_t err = cudaStreamSynchronize(b->setup_stream);
-  g_free(w0t);
-  g_free(w1t);
-  if (rc == 0 && err != cudaSuccess)
-    rc = cuda_fail(msg, "uploading the weights", err, __LINE__);
-  if (rc == 0)
-    b->model_id = m->id;
-  return rc;
 }
 
 static int
@@ -669,11 +453,13 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
   CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
   if (l->kind != PP_LAYOUT_TENSOR)
     CUDA_CHECK(cudaMalloc((void **) &s->d_x, (size_t) l->n * l->k * sizeof(float)));
-  CUDA_CHECK(cudaMalloc((void **) &s->d_h, (size_t) l->n * b->ldw0 * sizeof(float)));
+  for (unsigned i = 0; i < 2 && i + 1 < b->n_layers; i++) {
+    CUDA_CHECK(cudaMalloc((void **) &s->d_h[i], (size_t) l->n * b->ldh * sizeof(float)));
+    s->h[i] = (pp_cuda_a){ .kind = PP_A_F32, .data = s->d_h[i], .ld = b->ldh };
+  }
   CUDA_CHECK(cudaMalloc((void **) &s->d_out, b->out_bytes));
   CUDA_CHECK(cudaMalloc(&s->workspace, LT_WORKSPACE_BYTES));
   s->x = pp_cuda_a_for_layout(l, b->h_koff, s->d_in, b->d_koff);
-  s->h = (pp_cuda_a){ .kind = PP_A_F32, .data = s->d_h, .ld = b->ldw0 };
   return 0;
 }
 
@@ -699,100 +485,6 @@ fill_random_frame(cuda_backend *b, char **msg)
   return 0;
 }
 
-static bool
-path_fits(cuda_backend *b, pp_cuda_path path)
-{
-  switch (path) {
-    case PP_PATH_FUSED:
-      return b->o == 1 && b->fused_tile != PP_N_FUSED_TILES;
-    case PP_PATH_CUBLAS:
-      return b->lt1 && (b->o <= PP_ROWDOT_MAX_O || b->lt2);
-    default:
-      return true;
-  }
-}
-
-/* Median MLP time of `path` on slot 0, in microseconds. */
-static int
-time_path(cuda_backend *b, pp_cuda_path path, unsigned reps, double *us, char **msg)
-{
-  cuda_slot *s = &b->slots[0];
-  g_autofree double *samples = g_new(double, reps);
-  int rc = 0;
-  for (unsigned i = 0; i < 3 && rc == 0; i++)
-    rc = run_mlp(b, s, path, s->stream, msg);
-  for (unsigned i = 0; i < reps && rc == 0; i++) {
-    cudaError_t err = pp_cuda_spin(s->stream, TIMING_LEAD_US);
-    if (err == cudaSuccess)
-      err = cudaEventRecord(s->ev_h2d, s->stream);
-    if (err != cudaSuccess)
-      rc = cuda_fail(msg, "cudaEventRecord", err, __LINE__);
-    if (rc == 0)
-      rc = run_mlp(b, s, path, s->stream, msg);
-    float ms = 0;
-    if (rc == 0 && cudaEventRecord(s->ev_mlp, s->stream) == cudaSuccess &&
-        cudaEventSynchronize(s->ev_mlp) == cudaSuccess)
-      cudaEventElapsedTime(&ms, s->ev_h2d, s->ev_mlp);
-    samples[i] = ms * 1000.0;
-  }
-  if (rc == 0)
-    *us = pp_median(samples, reps);
-  return rc;
-}
-
-static int
-plan_cublas(cuda_backend *b, char **msg)
-{
-  cuda_slot *s = &b->slots[0];
-  const pp_frame_layout *l = &b->layout;
-  const bool tf32 = b->precision == PP_PRECISION_TF32;
-  const float *x = l->kind == PP_LAYOUT_TENSOR ? s->d_in : s->d_x;
-  if (l->kind != PP_LAYOUT_TENSOR)
-    CUDA_CHECK(pp_cuda_convert(s->stream, &s->x, l->n, l->k, s->d_x, l->k));
-  BLAS_CHECK(pp_lt_gemm_plan(b->lt, l->n, l->k, b->d, l->k, b->ldw0, b->has_b0 ? b->b0 : NULL,
-                             b->hidden_relu, tf32, LT_WORKSPACE_BYTES, s->stream, x, b->w0, s->d_h,
-                             s->workspace, &b->lt1));
-  if (b->o > PP_ROWDOT_MAX_O)
-    BLAS_CHECK(pp_lt_gemm_plan(b->lt, l->n, b->d, b->o, b->ldw0, b->o, b->has_b1 ? b->b1 : NULL,
-                               true, tf32, LT_WORKSPACE_BYTES, s->stream, s->d_h, b->w1, s->d_out,
-                               s->workspace, &b->lt2));
-  return 0;
-}
-
-static int
-choose_path(cuda_backend *b, char **msg)
-{
-  const char *forced = g_getenv("PINGPONG_CUDA_PATH");
-  if (forced && *forced) {
-    for (int p = 0; p < PP_N_PATHS; p++) {
-      if (strcmp(forced, path_names[p]) == 0) {
-        if (!path_fits(b, p)) {
-          *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s does not fit these shapes", forced);
-          return -EINVAL;
-        }
-        b->path = p;
-        return 0;
-      }
-    }
-    *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s is not one of fused, own, own64, cublas", forced);
-    return -EINVAL;
-  }
-  double best = -1;
-  for (int p = 0; p < PP_N_PATHS; p++) {
-    double us;
-    if (!path_fits(b, p))
-      continue;
-    const int rc = time_path(b, p, TUNE_REPS, &us, msg);
-    if (rc < 0)
-      return rc;
-    if (best < 0 || us < best) {
-      best = us;
-      b->path = p;
-    }
-  }
-  return 0;
-}
-
 /* PINGPONG_CUDA_TRACE: what one frame's launch costs the CPU here, back to
  * back and with the GPU idle in between, to set against what it costs in
  * the pipeline (printed at destroy). */
@@ -811,7 +503,7 @@ probe_launch_cost(cuda_backend *b)
     }
     cudaStreamSynchronize(s->stream);
     g_printerr("pingpong cuda probe: graph launch %.2f µs (%s) [%s]\n", total / 32,
-               idle ? "GPU idle before each" : "back to back", path_names[b->path]);
+               idle ? "GPU idle before each" : "back to back", b->description);
   }
 }
 
@@ -828,12 +520,11 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   cuda_sync(base);
   free_slots(b);
   int rc = 0;
-  if (b->model_id != model->id && (rc = load_weights(b, model, msg)) < 0)
+  if (b->model_id != model->id && (rc = pp_gpu_mlp_load_weights(b, model, msg)) < 0)
     return rc;
 
   b->layout = *layout;
   b->out_bytes = (size_t) layout->n * b->o * sizeof(float);
-  b->fused_tile = pp_cuda_fused_tile_for(b->d);
   if (layout->kind != PP_LAYOUT_TENSOR) {
     b->h_koff = g_new(int32_t, layout->k);
     pp_cuda_k_offsets(layout, b->h_koff);
@@ -849,15 +540,7 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   }
   if ((rc = fill_random_frame(b, msg)) < 0)
     goto fail;
-  /* cuBLASLt is one candidate among ours; if it cannot plan these shapes
-   * the others remain. */
-  char *lt_error = NULL;
-  if (plan_cublas(b, &lt_error) < 0) {
-    pp_lt_gemm_destroy(b->lt1);
-    b->lt1 = NULL;
-  }
-  g_free(lt_error);
-  if ((rc = choose_path(b, msg)) < 0)
+  if ((rc = pp_gpu_mlp_plan(b, msg)) < 0)
     goto fail;
 
   const bool graphs = b->use_graphs;
@@ -868,17 +551,16 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
       g_free(why);
     }
   }
-  if (b->trace)
-    probe_launch_cost(b);
-  g_snprintf(b->description, sizeof b->description, "%s%s, %s, %s%s", path_names[b->path],
-             b->path == PP_PATH_FUSED  ? ""
-             : b->o <= PP_ROWDOT_MAX_O ? "+rowdot"
-                                       : "",
+  char kernels[96];
+  pp_gpu_mlp_describe(b, kernels, sizeof kernels);
+  g_snprintf(b->description, sizeof b->description, "%s, %s, %s%s", kernels,
              b->slots[0].x.kind == PP_A_U8_VEC4     ? "u8x4 loads"
              : b->slots[0].x.kind == PP_A_U8_GATHER ? "u8 gather"
                                                     : "f32 loads",
              b->completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread",
              b->slots[0].exec ? ", graphs" : "");
+  if (b->trace)
+    probe_launch_cost(b);
   return 0;
 
 fail:
@@ -919,7 +601,7 @@ cuda_destroy(pp_backend *base)
   if (b->waiter)
     g_thread_join(b->waiter);
   free_slots(b);
-  free_weights(b);
+  pp_gpu_mlp_free_weights(b);
   free_backend(b);
 }
 
@@ -1005,7 +687,7 @@ time_stage(cuda_backend *b, int stage, const void *input, float *output, unsigne
       CUDA_CHECK(cudaMemcpyAsync(s->d_in, input, b->layout.frame_bytes, cudaMemcpyHostToDevice,
                                  s->stream));
     else if (stage == 1)
-      rc = run_mlp(b, s, b->path, s->stream, msg);
+      rc = pp_gpu_mlp_run(b, s, PP_N_PATHS, s->stream, msg);
     else
       CUDA_CHECK(
           cudaMemcpyAsync(output, s->d_out, b->out_bytes, cudaMemcpyDeviceToHost, s->stream));
@@ -1055,15 +737,5 @@ pp_cuda_time_paths(pp_backend *base, unsigned reps, double us[PP_N_PATHS], char 
 {
   cuda_backend *b = (cuda_backend *) base;
   const int ready = ready_to_time(b, reps, msg);
-  if (ready < 0)
-    return ready;
-  for (int p = 0; p < PP_N_PATHS; p++) {
-    us[p] = -1;
-    if (path_fits(b, p)) {
-      const int rc = time_path(b, p, reps, &us[p], msg);
-      if (rc < 0)
-        return rc;
-    }
-  }
-  return 0;
+  return ready < 0 ? ready : pp_gpu_mlp_time_paths(b, reps, us, msg);
 }

@@ -7,13 +7,17 @@
 
 #include "backend.h"
 
-/* How a frame's MLP runs on the GPU; picked at configure by timing each
- * candidate on the real shapes, unless PINGPONG_CUDA_PATH names one. */
+/* How a layer runs on the GPU; picked per layer at configure by timing
+ * each candidate on the real shapes, unless PINGPONG_CUDA_PATH names them
+ * (one for all, or one per layer joined by '+'). A last layer with at most
+ * PP_ROWDOT_MAX_O outputs (and a layer before it) runs in the row-dot
+ * kernel. */
 typedef enum {
-  PP_PATH_FUSED,  /* one kernel for the whole MLP (O = 1, D ≤ 256) */
-  PP_PATH_OWN,    /* our GEMM (128×128 tiles), then row-dot or our GEMM */
+  PP_PATH_FUSED,  /* one kernel for a whole two-layer MLP (O = 1, D ≤ 256) */
+  PP_PATH_OWN,    /* our GEMM, 128×128 tiles, bias and activation in its epilogue */
   PP_PATH_OWN_64, /* the same with 64×64 tiles */
-  PP_PATH_CUBLAS, /* conversion kernel + cuBLASLt GEMM with fused bias/ReLU, then row-dot or cuBLASLt */
+  PP_PATH_CUBLAS, /* cuBLASLt with its bias/ReLU epilogue (a conversion kernel before a
+                     first layer of bytes, an activation kernel after for the rest) */
   PP_N_PATHS,
 } pp_cuda_path;
 
