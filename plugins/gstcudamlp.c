@@ -50,7 +50,9 @@ enum {
   PROP_MAPPING,
   PROP_PATCH_SIZE,
   PROP_HIDDEN_SIZE,
+  PROP_HIDDEN_SIZES,
   PROP_OUTPUTS,
+  PROP_LAYERS,
   PROP_HIDDEN_ACTIVATION,
   PROP_COLOR,
   PROP_BACKEND,
@@ -179,6 +181,7 @@ gst_cuda_mlp_start(GstCudaMlp *self)
 {
   GST_OBJECT_LOCK(self);
   gchar *model_path = g_strdup(self->model_path);
+  gchar *layers = g_strdup(self->layers);
   pp_backend_options options = self->backend_options;
   const pp_hidden_activation activation = self->hidden_activation;
   self->active_slots = self->slots;
@@ -189,14 +192,23 @@ gst_cuda_mlp_start(GstCudaMlp *self)
 
   gchar *msg = NULL, *note = NULL;
   if (model_path && *model_path &&
-      pp_model_load(model_path, activation, &self->file_model, &msg) < 0) {
+      pp_model_load(model_path, layers, activation, &self->file_model, &msg) < 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot load the model '%s'.", model_path),
                       ("%s", msg));
     g_free(msg);
     g_free(model_path);
+    g_free(layers);
     return FALSE;
   }
   g_free(model_path);
+  g_free(layers);
+  if (self->file_model && self->file_model->assumed)
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("Assumed the model's activations."),
+                        ("%s", self->file_model->assumed));
+  if (self->file_model) {
+    g_autofree gchar *described = pp_model_describe(self->file_model);
+    GST_INFO_OBJECT(self, "model %s: %s", self->file_model->source, described);
+  }
 
   pp_backend *backend = NULL;
   if (pp_backend_open(&options, NULL, NULL, &backend, &note, &msg) < 0) {
@@ -242,6 +254,7 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
   gst_clear_object(&self->allocator);
   g_clear_pointer(&self->file_model, pp_model_free);
   g_clear_pointer(&self->generated_model, pp_model_free);
+  g_clear_pointer(&self->generated_key, g_free);
   self->model = NULL;
 }
 
@@ -346,6 +359,47 @@ gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
 
 /* ---- caps --------------------------------------------------------------- */
 
+/* What generated weights look like: the layers property when set (every
+ * Linear with its widths), else hidden-sizes (or hidden-size) and outputs,
+ * with hidden-activation between the layers and ReLU at the end. */
+static gboolean
+generated_desc(const gchar *layers, const gchar *sizes, guint k, guint d, guint o,
+               pp_hidden_activation activation, pp_model_desc *desc, gchar **msg)
+{
+  if (layers && *layers) {
+    gchar *reason = NULL;
+    if (pp_model_desc_parse(layers, desc, &reason) == 0)
+      return TRUE;
+    *msg =
+        g_strdup_printf("the layers property '%s' is not a valid description: %s", layers, reason);
+    g_free(reason);
+    return FALSE;
+  }
+  g_auto(GStrv) widths = g_strsplit(sizes && *sizes ? sizes : "", ",", -1);
+  const guint n_hidden = MAX(g_strv_length(widths), 1);
+  if (n_hidden + 1 > PP_MAX_LAYERS) {
+    *msg = g_strdup_printf("hidden-sizes '%s' asks for %u Linear layers; at most %d are supported",
+                           sizes, n_hidden + 1, PP_MAX_LAYERS);
+    return FALSE;
+  }
+  const pp_act between = { activation == PP_HIDDEN_RELU ? PP_ACT_RELU : PP_ACT_IDENTITY, 0.0f };
+  *desc = (pp_model_desc){ .n_linear = n_hidden + 1 };
+  guint in = k;
+  for (guint i = 0; i <= n_hidden; i++) {
+    guint64 out = i == n_hidden ? o : d; /* no hidden-sizes: the seed's hidden-size */
+    if (i < n_hidden && widths[0] &&
+        !g_ascii_string_to_unsigned(g_strstrip(widths[i]), 10, 1, 1u << 24, &out, NULL)) {
+      *msg = g_strdup_printf("hidden-sizes '%s': '%s' is not a width of 1..%u", sizes, widths[i],
+                             1u << 24);
+      return FALSE;
+    }
+    desc->linear[i] = (pp_desc_linear){ .has_dims = TRUE, .in = in, .out = out, .act = between };
+    in = (guint) out;
+  }
+  desc->linear[n_hidden].act = (pp_act){ PP_ACT_RELU, 0.0f };
+  return TRUE;
+}
+
 static const pp_model *
 model_for(GstCudaMlp *self, guint k, gchar **msg)
 {
@@ -355,16 +409,20 @@ model_for(GstCudaMlp *self, guint k, gchar **msg)
   GST_OBJECT_LOCK(self);
   const guint d = self->hidden_size, o = self->outputs;
   const pp_hidden_activation activation = self->hidden_activation;
+  g_autofree gchar *layers = g_strdup(self->layers);
+  g_autofree gchar *sizes = g_strdup(self->hidden_sizes);
   GST_OBJECT_UNLOCK(self);
-  pp_model *m = self->generated_model;
-  if (!m || m->k != k || m->d != d || m->o != o ||
-      m->hidden_relu != (activation == PP_HIDDEN_RELU)) {
-    g_clear_pointer(&self->generated_model, pp_model_free);
-    if (pp_model_generate(k, d, o, activation, &self->generated_model) < 0) {
-      *msg = g_strdup_printf("cannot generate weights for K=%u, D=%u, O=%u", k, d, o);
-      return NULL;
-    }
-  }
+  g_autofree gchar *key = g_strdup_printf("%u|%u|%u|%d|%s|%s", k, d, o, activation,
+                                          layers ? layers : "", sizes ? sizes : "");
+  if (self->generated_model && g_strcmp0(key, self->generated_key) == 0)
+    return self->generated_model;
+  g_clear_pointer(&self->generated_model, pp_model_free);
+  g_clear_pointer(&self->generated_key, g_free);
+  pp_model_desc desc;
+  if (!generated_desc(layers, sizes, k, d, o, activation, &desc, msg) ||
+      pp_model_generate_desc(k, &desc, &self->generated_model, msg) < 0)
+    return NULL;
+  self->generated_key = g_steal_pointer(&key);
   return self->generated_model;
 }
 
@@ -420,8 +478,9 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   }
   self->frame_duration =
       fps_n > 0 ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
-  GST_INFO_OBJECT(self, "X is %u×%u, model %u→%u→%u (%s), %zu bytes per frame", layout.n, layout.k,
-                  model->k, model->d, model->o, model->source, layout.frame_bytes);
+  g_autofree gchar *described = pp_model_describe(model);
+  GST_INFO_OBJECT(self, "X is %u×%u, model %s (%s), %zu bytes per frame", layout.n, layout.k,
+                  described, model->source, layout.frame_bytes);
 
   GstCaps *out_caps = pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
   const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
@@ -771,6 +830,14 @@ gst_cuda_mlp_set_property(GObject *object, guint prop_id, const GValue *value, G
     case PROP_PATCH_SIZE:
       self->patch_size = g_value_get_uint(value);
       break;
+    case PROP_HIDDEN_SIZES:
+      g_free(self->hidden_sizes);
+      self->hidden_sizes = g_value_dup_string(value);
+      break;
+    case PROP_LAYERS:
+      g_free(self->layers);
+      self->layers = g_value_dup_string(value);
+      break;
     case PROP_HIDDEN_SIZE:
       self->hidden_size = g_value_get_uint(value);
       break;
@@ -824,6 +891,12 @@ gst_cuda_mlp_get_property(GObject *object, guint prop_id, GValue *value, GParamS
     case PROP_PATCH_SIZE:
       g_value_set_uint(value, self->patch_size);
       break;
+    case PROP_HIDDEN_SIZES:
+      g_value_set_string(value, self->hidden_sizes);
+      break;
+    case PROP_LAYERS:
+      g_value_set_string(value, self->layers);
+      break;
     case PROP_HIDDEN_SIZE:
       g_value_set_uint(value, self->hidden_size);
       break;
@@ -860,6 +933,8 @@ gst_cuda_mlp_finalize(GObject *object)
 {
   GstCudaMlp *self = GST_CUDA_MLP(object);
   g_free(self->model_path);
+  g_free(self->layers);
+  g_free(self->hidden_sizes);
   g_clear_pointer(&self->last_stats, gst_structure_free);
   gst_clear_object(&self->cuda_context);
   G_OBJECT_CLASS(parent_class)->finalize(object);
@@ -879,9 +954,10 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
 
   properties[PROP_MODEL] = g_param_spec_string(
       "model", "Model",
-      "safetensors file with the weights of nn.Sequential(nn.Linear(K, D), [nn.ReLU(),] "
-      "nn.Linear(D, O), nn.ReLU()) (F32, F16 or BF16). Unset: deterministic weights generated "
-      "from K, hidden-size and outputs",
+      "safetensors file of an nn.Sequential of 1 to 8 nn.Linear layers and activations (F32, F16 "
+      "or BF16), best written by tools/pingpong-export, which records the activations; see the "
+      "layers property for files without that record. Unset: deterministic weights generated "
+      "from K and layers, or hidden-size/hidden-sizes and outputs",
       NULL, CONFIG_FLAGS);
   properties[PROP_SLOTS] = g_param_spec_uint(
       "slots", "Slots",
@@ -898,11 +974,27 @@ gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
       g_param_spec_uint("hidden-size", "Hidden size",
                         "Hidden units D of generated weights (ignored with a model file)", 1, 65536,
                         DEFAULT_HIDDEN_SIZE, CONFIG_FLAGS);
+  properties[PROP_HIDDEN_SIZES] = g_param_spec_string(
+      "hidden-sizes", "Hidden sizes",
+      "Widths of the hidden layers of generated weights, e.g. \"512,256,64\" for four Linear "
+      "layers (hidden-activation between them, ReLU at the end); unset: one, of hidden-size",
+      NULL, CONFIG_FLAGS);
+  properties[PROP_LAYERS] = g_param_spec_string(
+      "layers", "Layers",
+      "The model's Linear layers and activations in order, e.g. \"linear, gelu, linear\" or "
+      "\"linear(192,512), leaky_relu(0.1), linear(512,1)\". Modules: linear[(IN,OUT)], relu, "
+      "leaky_relu[(SLOPE)], gelu, gelu_tanh, silu, sigmoid, tanh, identity; at most one "
+      "activation after each Linear. Overrides the model file's own description; a file with "
+      "neither runs as Linear, [ReLU,] Linear, ReLU with a warning. Without a model file it "
+      "shapes the generated weights (every Linear then needs its widths)",
+      NULL, CONFIG_FLAGS);
   properties[PROP_OUTPUTS] = g_param_spec_uint(
       "outputs", "Outputs", "Outputs O per sample of generated weights (ignored with a model file)",
       1, 65536, DEFAULT_OUTPUTS, CONFIG_FLAGS);
   properties[PROP_HIDDEN_ACTIVATION] = g_param_spec_enum(
-      "hidden-activation", "Hidden activation", "Activation between the two layers",
+      "hidden-activation", "Hidden activation",
+      "Activation between the layers of generated weights and of a model file that describes "
+      "no activations (auto: for a file, ReLU when the Linear layers' indices are two apart)",
       GST_TYPE_CUDA_MLP_ACTIVATION, DEFAULT_ACTIVATION, CONFIG_FLAGS);
   properties[PROP_COLOR] = g_param_spec_enum(
       "color", "Color",

@@ -33,7 +33,9 @@ struct _GstCudaMlp {
   pp_mapping mapping;
   guint patch_size;
   guint hidden_size;
+  gchar *hidden_sizes; /* "512,256": more hidden layers of generated weights */
   guint outputs;
+  gchar *layers; /* model_desc.h's description, or NULL */
   pp_hidden_activation hidden_activation;
   pp_color color;
   pp_backend_options backend_options;
@@ -47,6 +49,7 @@ struct _GstCudaMlp {
   pp_engine *engine;
   pp_model *file_model; /* NULL when weights are generated */
   pp_model *generated_model;
+  gchar *generated_key; /* what generated_model was made for */
   GstAllocator *allocator;
   gboolean pinned; /* the backend DMAs from pinned memory (CUDA) */
   guint active_slots;
