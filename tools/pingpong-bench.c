@@ -1,5 +1,5 @@
 /* pingpong-bench: each reference workload of docs/ARCHITECTURE.md (seed, hd,
- * tiny, balanced) through cudamlp on the GPU with slots = 1, 2, 3, 4, in a
+ * hd-nv12, hd-luma, tiny, balanced, deep) through cudamlp on the GPU with slots = 1, 2, 3, 4, in a
  * real pipeline:
  *
  *   appsrc (frames in cudamlp's own pinned pool) ! cudamlp ! fakesink
@@ -36,25 +36,31 @@ typedef struct {
   guint patch, hidden, outputs;
   const char *bound;
   const char *color;
+  const char *layers; /* the layers property, for more than the seed's two layers */
 } workload;
 
 static const workload workloads[] = {
   { "seed", "video/x-raw,format=GRAY8,width=1024,height=1024,framerate=0/1", "rows", 16, 1024, 1,
-    "compute", "rgb" },
+    "compute", "rgb", NULL },
   { "hd", "video/x-raw,format=RGB,width=1920,height=1080,framerate=0/1", "patches", 8, 256, 1,
-    "H2D", "rgb" },
+    "H2D", "rgb", NULL },
   /* A decoder's frames as they come: 1.5 bytes a pixel cross the bus, the
    * conversion to R,G,B happens in the kernels' loads. */
   { "hd-nv12", "video/x-raw,format=NV12,width=1920,height=1080,framerate=0/1", "patches", 8, 256, 1,
-    "MLP", "rgb" },
+    "MLP", "rgb", NULL },
   { "hd-luma", "video/x-raw,format=NV12,width=1920,height=1080,framerate=0/1", "patches", 8, 256, 1,
-    "MLP", "luma" },
+    "MLP", "luma", NULL },
   { "tiny", "video/x-raw,format=GRAY8,width=256,height=256,framerate=0/1", "rows", 16, 64, 1,
-    "launch latency", "rgb" },
+    "launch latency", "rgb", NULL },
   { "balanced",
     "other/tensors,format=static,num_tensors=1,types=float32,dimensions=(string)256:4096:1:1,"
     "framerate=0/1",
-    "rows", 16, 1024, 256, "all three", "rgb" },
+    "rows", 16, 1024, 256, "all three", "rgb", NULL },
+  /* A deeper network of the kind PyTorch users train: four layers, GELU
+   * and SiLU, a plain last Linear. */
+  { "deep", "video/x-raw,format=RGB,width=1920,height=1080,framerate=0/1", "patches", 8, 0, 1,
+    "MLP", "rgb",
+    "linear(192,512), gelu, linear(512,256), gelu, linear(256,64), silu, linear(64,1)" },
 };
 
 typedef struct {
@@ -126,9 +132,9 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
   g_autofree gchar *desc = g_strdup_printf(
       "appsrc name=src format=time is-live=false max-bytes=0 caps=\"%s\" ! "
       "cudamlp name=mlp backend=cuda slots=%u mapping=%s patch-size=%u hidden-size=%u outputs=%u "
-      "completion=%s precision=%s color=%s ! fakesink name=sink sync=false",
-      w->caps, slots, w->mapping, w->patch, w->hidden, w->outputs, o->completion, o->precision,
-      w->color);
+      "completion=%s precision=%s color=%s layers=\"%s\" ! fakesink name=sink sync=false",
+      w->caps, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1, w->outputs, o->completion,
+      o->precision, w->color, w->layers ? w->layers : "");
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc, &err);
   if (!pipeline || err) {
@@ -221,8 +227,8 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
     ok = a.seen == o->warmup + o->frames;
   }
   if (ok && gpu) {
-    char path[32] = "";
-    sscanf(out->detail, "%31[a-z0-9]", path);
+    char path[64] = "";
+    sscanf(out->detail, "%63[a-z0-9+]", path);
     ok = time_gpu(w, o, path, ring[0], gpu);
   }
   for (int i = 0; i < RING; i++)
@@ -265,7 +271,12 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
     .kind = PP_BACKEND_CUDA,
     .precision = g_str_equal(o->precision, "tf32") ? PP_PRECISION_TF32 : PP_PRECISION_FP32,
   };
-  ok = ok && pp_model_generate(layout.k, w->hidden, w->outputs, PP_HIDDEN_AUTO, &model) == 0;
+  pp_model_desc desc;
+  if (w->layers)
+    ok = ok && pp_model_desc_parse(w->layers, &desc, &msg) == 0 &&
+         pp_model_generate_desc(layout.k, &desc, &model, &msg) == 0;
+  else
+    ok = ok && pp_model_generate(layout.k, w->hidden, w->outputs, PP_HIDDEN_AUTO, &model) == 0;
   g_setenv("PINGPONG_CUDA_PATH", element_path, TRUE);
   ok = ok && pp_backend_cuda_new(&opts, &b, &msg) == 0 &&
        b->ops->configure(b, model, &layout, 1, &msg) == 0;
@@ -273,7 +284,7 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
 
   GstMapInfo map;
   gst_buffer_map(frame, &map, GST_MAP_READ);
-  const size_t out_bytes = (size_t) layout.n * w->outputs * sizeof(float);
+  const size_t out_bytes = ok ? (size_t) layout.n * model->o * sizeof(float) : 0;
   float *out = ok ? pp_host_alloc(out_bytes, true, &msg) : NULL;
   ok = ok && out && pp_cuda_time_stages(b, map.data, out, 31, &t->stages, &msg) == 0 &&
        pp_cuda_time_paths(b, 31, t->paths_us, &msg) == 0;
@@ -285,22 +296,30 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
     cudaEvent_t start, stop;
     int32_t *h_koff = g_new(int32_t, layout.k), *d_koff = NULL;
     void *d_frame;
-    float *d_w[4], *x_scratch, *h_scratch, *y;
-    const float *host_w[4] = { model->w0, model->b0, model->w1, model->b1 };
-    const size_t counts[4] = { (size_t) model->d * model->k, model->d, (size_t) model->o * model->d,
-                               model->o };
+    float *d_w[2 * PP_MAX_LAYERS] = { NULL }, *x_scratch, *h_scratch[2] = { NULL }, *y;
+    pp_reference_layer ref[PP_MAX_LAYERS];
+    const size_t hidden_bytes = (size_t) layout.n * MAX(pp_model_max_hidden(model), 1) * 4;
     ok = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
          cublasCreate(&blas) == CUBLAS_STATUS_SUCCESS && cudaEventCreate(&start) == cudaSuccess &&
          cudaEventCreate(&stop) == cudaSuccess &&
          cudaMalloc(&d_frame, layout.frame_bytes) == cudaSuccess &&
          cudaMalloc((void **) &d_koff, layout.k * sizeof(int32_t)) == cudaSuccess &&
          cudaMalloc((void **) &x_scratch, (size_t) layout.n * layout.k * 4) == cudaSuccess &&
-         cudaMalloc((void **) &h_scratch, (size_t) layout.n * model->d * 4) == cudaSuccess &&
+         cudaMalloc((void **) &h_scratch[0], hidden_bytes) == cudaSuccess &&
+         cudaMalloc((void **) &h_scratch[1], hidden_bytes) == cudaSuccess &&
          cudaMalloc((void **) &y, out_bytes) == cudaSuccess;
-    for (int i = 0; ok && i < 4; i++)
-      ok = cudaMalloc((void **) &d_w[i], counts[i] * 4) == cudaSuccess &&
-           cudaMemcpyAsync(d_w[i], host_w[i], counts[i] * 4, cudaMemcpyHostToDevice, stream) ==
+    for (unsigned l = 0; ok && l < model->n_layers; l++) {
+      const pp_layer *ml = &model->layers[l];
+      const size_t weights = (size_t) ml->out * ml->in * 4, biases = (size_t) ml->out * 4;
+      ok = cudaMalloc((void **) &d_w[2 * l], weights) == cudaSuccess &&
+           cudaMalloc((void **) &d_w[2 * l + 1], biases) == cudaSuccess &&
+           cudaMemcpyAsync(d_w[2 * l], ml->w, weights, cudaMemcpyHostToDevice, stream) ==
+               cudaSuccess &&
+           cudaMemcpyAsync(d_w[2 * l + 1], ml->b, biases, cudaMemcpyHostToDevice, stream) ==
                cudaSuccess;
+      ref[l] = (pp_reference_layer){ d_w[2 * l], ml->b ? d_w[2 * l + 1] : NULL, ml->in, ml->out,
+                                     ml->act };
+    }
     if (layout.kind != PP_LAYOUT_TENSOR)
       pp_cuda_k_offsets(&layout, h_koff);
     ok = ok &&
@@ -309,13 +328,11 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
          cudaMemcpyAsync(d_koff, h_koff, layout.k * sizeof(int32_t), cudaMemcpyHostToDevice,
                          stream) == cudaSuccess;
     const pp_cuda_a x = pp_cuda_a_for_layout(&layout, h_koff, d_frame, d_koff);
-    const pp_reference_weights rw = { d_w[0],   d_w[1],   d_w[2],   d_w[3],
-                                      model->k, model->d, model->o, model->hidden_relu };
     double samples[31];
     for (int i = -3; ok && i < 31; i++) {
       float ms = 0;
       ok = cudaEventRecord(start, stream) == cudaSuccess &&
-           pp_cublas_reference_mlp(blas, stream, &x, layout.n, &rw,
+           pp_cublas_reference_mlp(blas, stream, &x, layout.n, ref, model->n_layers,
                                    opts.precision == PP_PRECISION_TF32, x_scratch, h_scratch,
                                    y) == CUBLAS_STATUS_SUCCESS &&
            cudaEventRecord(stop, stream) == cudaSuccess &&
@@ -327,9 +344,10 @@ time_gpu(const workload *w, const options *o, const char *element_path, GstBuffe
     if (ok)
       t->ref_mlp_us = pp_median(samples, 31);
     cudaStreamSynchronize(stream);
-    for (int i = 0; i < 4; i++)
+    for (unsigned i = 0; i < 2 * PP_MAX_LAYERS; i++)
       cudaFree(d_w[i]);
-    cudaFree(d_frame), cudaFree(d_koff), cudaFree(x_scratch), cudaFree(h_scratch), cudaFree(y);
+    cudaFree(d_frame), cudaFree(d_koff), cudaFree(x_scratch), cudaFree(y);
+    cudaFree(h_scratch[0]), cudaFree(h_scratch[1]);
     g_free(h_koff);
     cublasDestroy(blas);
     cudaEventDestroy(start), cudaEventDestroy(stop);
@@ -358,8 +376,8 @@ main(int argc, char **argv)
 {
   options o = { NULL, NULL, NULL, NULL, 4096, 128, 3 };
   GOptionEntry entries[] = {
-    { "workloads", 0, 0, G_OPTION_ARG_STRING, &o.workloads, "seed,hd,hd-nv12,hd-luma,tiny,balanced",
-      "LIST" },
+    { "workloads", 0, 0, G_OPTION_ARG_STRING, &o.workloads,
+      "seed,hd,hd-nv12,hd-luma,tiny,balanced,deep", "LIST" },
     { "slots", 0, 0, G_OPTION_ARG_STRING, &o.slots, "slot counts, 1,2,3,4", "LIST" },
     { "frames", 0, 0, G_OPTION_ARG_INT, &o.frames, "measured frames per run (4096)", "N" },
     { "warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "frames before measuring (128)", "N" },
@@ -378,7 +396,7 @@ main(int argc, char **argv)
   }
   g_option_context_free(ctx);
   if (!o.workloads)
-    o.workloads = g_strdup("seed,hd,hd-nv12,hd-luma,tiny,balanced");
+    o.workloads = g_strdup("seed,hd,hd-nv12,hd-luma,tiny,balanced,deep");
   if (!o.slots)
     o.slots = g_strdup("1,2,3,4");
   if (!o.completion)

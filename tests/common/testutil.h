@@ -25,7 +25,10 @@ double test_rng_uniform(test_rng *r, double lo, double hi);
 void test_rng_fill_bytes(test_rng *r, uint8_t *dst, size_t n);
 void test_rng_fill_floats(test_rng *r, float *dst, size_t n, float lo, float hi);
 
-/* out[n×o] = ReLU(MLP(x[n×k])) in double precision, triple loops straight
+/* PyTorch's activations in double precision. */
+double test_activation(pp_act act, double x);
+
+/* out[n×o] = the model applied to x[n×k] in double precision, triple loops straight
  * from the definition: no code shared with kernels/. With `magnitude`, also
  * the same sums over absolute values (Σ|w|·|h| + |b|, through both layers):
  * what float32's forward error is proportional to. */
@@ -35,9 +38,10 @@ void test_reference_mlp(const pp_model *m, const float *x, uint32_t n, double *o
 /* ‖a − ref‖₂ / ‖ref‖₂; 0 when both are zero, +inf on NaN. */
 double test_relative_error(const float *a, const double *ref, size_t n);
 
-/* ‖a − ref‖₂ / ‖magnitude‖₂: the relative error of a whole MLP, which stays
- * meaningful when the final ReLU leaves only a few small outputs after
- * cancellation (where ‖ref‖ alone would measure the cancellation). */
+/* ‖a − ref‖₂ / ‖magnitude + |ref|‖₂: the relative error of a whole MLP,
+ * which stays meaningful when the final ReLU leaves only a few small outputs
+ * after cancellation (where ‖ref‖ alone would measure the cancellation), and
+ * when an activation such as sigmoid gives outputs far larger than its sums. */
 double test_scaled_error(const float *a, const double *ref, const double *magnitude, size_t n);
 
 /* Seed from PP_TEST_SEED if set, else from the clock; printed so a failure

@@ -652,6 +652,101 @@ test_bad_model_fails_at_start(void **state)
   g_unlink(path);
 }
 
+/* Generated weights of more layers: hidden-sizes, and the layers property
+ * with other activations; each against the double reference of the same
+ * model. */
+static void
+test_generated_layers(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 9);
+  const uint32_t deep_outs[3] = { 33, 17, 4 }, gelu_outs[2] = { 20, 3 };
+  const pp_act relu_last[3] = { { PP_ACT_IDENTITY, 0 },
+                                { PP_ACT_IDENTITY, 0 },
+                                { PP_ACT_RELU, 0 } };
+  const pp_act gelu_acts[2] = { { PP_ACT_GELU, 0 }, { PP_ACT_LEAKY_RELU, 0.25f } };
+  const struct {
+    GstElement *element;
+    unsigned n_layers;
+    const uint32_t *outs;
+    const pp_act *acts;
+  } cases[] = {
+    { make_mlp("hidden-sizes", "33, 17", "outputs", 4, NULL), 3, deep_outs, relu_last },
+    { make_mlp("layers", "linear(45,20), gelu, linear(20,3), leaky_relu(0.25)", "hidden-size", 7,
+               NULL),
+      2, gelu_outs, gelu_acts },
+  };
+  for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+    GstBus *bus;
+    GstHarness *h = harness_for(cases[c].element, &bus);
+    gst_harness_set_src_caps_str(h, "other/tensors,format=static,num_tensors=1,types=float32,"
+                                    "dimensions=(string)45:7:1:1,framerate=10/1");
+    pp_model *model = NULL;
+    assert_int_equal(
+        pp_model_generate_layers(45, cases[c].n_layers, cases[c].outs, cases[c].acts, &model), 0);
+    float x[7 * 45];
+    test_rng_fill_floats(&rng, x, G_N_ELEMENTS(x), -2, 2);
+    assert_int_equal(gst_harness_push(h, gst_buffer_new_memdup(x, sizeof x)), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(h);
+    check_output(out, model, x, 7);
+    gst_buffer_unref(out);
+    pp_model_free(model);
+    finish(h, bus);
+  }
+}
+
+/* A layers property that cannot be: refused with what is wrong, at caps
+ * for generated weights, at start for a file. A file with no description
+ * runs, with a warning that says what was assumed. */
+static void
+test_layers_errors_and_warning(void **state)
+{
+  (void) state;
+  static const struct {
+    const char *layers, *needle;
+  } bad[] = {
+    { "linear(45,8), softmax, linear(8,1)", "module 2: unknown module 'softmax'" },
+    { "linear, relu, linear(8,1)", "Linear layer 1 has no widths" },
+    { "linear(44,8), relu, linear(8,1)", "takes 44 inputs but the frames give K=45" },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    GstBus *bus;
+    GstHarness *h = harness_for(make_mlp("layers", bad[i].layers, NULL), &bus);
+    gst_harness_set_src_caps_str(h, "other/tensors,format=static,num_tensors=1,types=float32,"
+                                    "dimensions=(string)45:7:1:1,framerate=10/1");
+    assert_int_equal(gst_harness_push(h, gst_buffer_new_allocate(NULL, 7 * 45 * 4, NULL)),
+                     GST_FLOW_NOT_NEGOTIATED);
+    g_autofree gchar *text = error_text(bus, GST_MESSAGE_ERROR);
+    if (!text || !strstr(text, bad[i].needle))
+      fail_msg("layers=%s: error \"%s\" lacks \"%s\"", bad[i].layers, text, bad[i].needle);
+    finish(h, bus);
+  }
+  g_autofree gchar *path = write_small_model(FALSE);
+  expect_start_failure(
+      make_mlp("model", path, "layers", "linear, gelu, linear, relu, linear", NULL),
+      "the layers property describes 3 Linear layers but the file holds 2");
+
+  GstBus *bus;
+  GstHarness *h = harness_for(make_mlp("model", path, NULL), &bus);
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=RGB,width=1,height=2,framerate=0/1");
+  assert_int_equal(gst_harness_push(h, gst_buffer_new_allocate(NULL, 8, NULL)), GST_FLOW_OK);
+  gst_buffer_unref(gst_harness_pull(h));
+  g_autofree gchar *warning = error_text(bus, GST_MESSAGE_WARNING);
+  if (!warning || !strstr(warning, "two-layer convention: Linear, ReLU, Linear, ReLU"))
+    fail_msg("expected the assumed-activations warning, got \"%s\"", warning);
+  finish(h, bus);
+  /* Described, the same file runs without one. */
+  h = harness_for(make_mlp("model", path, "layers", "linear, tanh, linear", NULL), &bus);
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=RGB,width=1,height=2,framerate=0/1");
+  assert_int_equal(gst_harness_push(h, gst_buffer_new_allocate(NULL, 8, NULL)), GST_FLOW_OK);
+  gst_buffer_unref(gst_harness_pull(h));
+  g_autofree gchar *none = error_text(bus, GST_MESSAGE_WARNING);
+  assert_null(none);
+  finish(h, bus);
+  g_unlink(path);
+}
+
 static void
 test_backend_choice_without_gpu(void **state)
 {
@@ -865,6 +960,8 @@ main(int argc, char **argv)
     cmocka_unit_test(test_unacceptable_caps),
     cmocka_unit_test(test_short_buffer_is_an_error),
     cmocka_unit_test(test_bad_model_fails_at_start),
+    cmocka_unit_test(test_generated_layers),
+    cmocka_unit_test(test_layers_errors_and_warning),
     cmocka_unit_test(test_backend_choice_without_gpu),
     cmocka_unit_test(test_latency_query),
     cmocka_unit_test(test_allocation_query_offers_pool),

@@ -27,16 +27,98 @@ typedef struct {
   uint32_t width, height, patch; /* video; tensors: width = K, height = N */
   uint32_t d, o;
   pp_hidden_activation act;
+  /* More than the seed's two layers: widths after K (the last is O), and
+   * the activation after each. */
+  unsigned n_layers;
+  uint32_t widths[4];
+  pp_act_kind acts[4];
 } shape;
 
 static const shape shapes[] = {
-  { "gray8 rows 300x40 D=200 O=1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 300, 40, 0, 200, 1,
-    PP_HIDDEN_RELU },
-  { "bgr patches 45x31 p=6 D=300 O=7", PP_LAYOUT_PATCHES, PP_PIXEL_BGR, 45, 31, 6, 300, 7,
-    PP_HIDDEN_NONE },
-  { "rgb patches 64x48 p=8 D=256 O=1", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 64, 48, 8, 256, 1,
-    PP_HIDDEN_NONE },
-  { "tensor 777x50 D=300 O=40", PP_LAYOUT_TENSOR, 0, 777, 50, 0, 300, 40, PP_HIDDEN_RELU },
+  { "gray8 rows 300x40 D=200 O=1",
+    PP_LAYOUT_ROWS,
+    PP_PIXEL_GRAY8,
+    300,
+    40,
+    0,
+    200,
+    1,
+    PP_HIDDEN_RELU,
+    0,
+    { 0 },
+    { 0 } },
+  { "bgr patches 45x31 p=6 D=300 O=7",
+    PP_LAYOUT_PATCHES,
+    PP_PIXEL_BGR,
+    45,
+    31,
+    6,
+    300,
+    7,
+    PP_HIDDEN_NONE,
+    0,
+    { 0 },
+    { 0 } },
+  { "rgb patches 64x48 p=8 D=256 O=1",
+    PP_LAYOUT_PATCHES,
+    PP_PIXEL_RGB,
+    64,
+    48,
+    8,
+    256,
+    1,
+    PP_HIDDEN_NONE,
+    0,
+    { 0 },
+    { 0 } },
+  { "tensor 777x50 D=300 O=40",
+    PP_LAYOUT_TENSOR,
+    0,
+    777,
+    50,
+    0,
+    300,
+    40,
+    PP_HIDDEN_RELU,
+    0,
+    { 0 },
+    { 0 } },
+  { "rgb patches 64x48 p=8 192-96-gelu-33-silu-1",
+    PP_LAYOUT_PATCHES,
+    PP_PIXEL_RGB,
+    64,
+    48,
+    8,
+    0,
+    1,
+    PP_HIDDEN_NONE,
+    3,
+    { 96, 33, 1 },
+    { PP_ACT_GELU, PP_ACT_SILU, PP_ACT_IDENTITY } },
+  { "tensor 777x50 4 layers tanh, leaky, sigmoid, O=40",
+    PP_LAYOUT_TENSOR,
+    0,
+    777,
+    50,
+    0,
+    0,
+    40,
+    PP_HIDDEN_NONE,
+    4,
+    { 300, 129, 65, 40 },
+    { PP_ACT_TANH, PP_ACT_LEAKY_RELU, PP_ACT_GELU_TANH, PP_ACT_SIGMOID } },
+  { "gray8 rows 300x40, one layer O=5",
+    PP_LAYOUT_ROWS,
+    PP_PIXEL_GRAY8,
+    300,
+    40,
+    0,
+    0,
+    5,
+    PP_HIDDEN_NONE,
+    1,
+    { 5 },
+    { PP_ACT_IDENTITY } },
 };
 
 #define FRAMES 9
@@ -69,7 +151,15 @@ setup_run(run *r, const shape *s, const char *path, pp_completion completion, bo
                             s->patch, &r->layout, &msg),
         0);
   }
-  assert_int_equal(pp_model_generate(r->layout.k, s->d, s->o, s->act, &r->model), 0);
+  if (s->n_layers) {
+    pp_act acts[4];
+    for (unsigned i = 0; i < s->n_layers; i++)
+      acts[i] = (pp_act){ s->acts[i], 0.1f };
+    assert_int_equal(pp_model_generate_layers(r->layout.k, s->n_layers, s->widths, acts, &r->model),
+                     0);
+  } else {
+    assert_int_equal(pp_model_generate(r->layout.k, s->d, s->o, s->act, &r->model), 0);
+  }
   g_setenv("PINGPONG_CUDA_PATH", path, TRUE);
   g_setenv("PINGPONG_CUDA_GRAPHS", graphs ? "1" : "0", TRUE);
   pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = completion };
@@ -193,7 +283,7 @@ test_every_path(void **state)
   static const char *const paths[] = { "fused", "own", "own64", "cublas" };
   for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++)
     for (size_t p = 0; p < G_N_ELEMENTS(paths); p++) {
-      const bool fused_fits = shapes[s].o == 1 && shapes[s].d <= 256;
+      const bool fused_fits = !shapes[s].n_layers && shapes[s].o == 1 && shapes[s].d <= 256;
       if (p == 0 && !fused_fits)
         continue;
       run_all(&shapes[s], paths[p], PP_COMPLETION_HOST_FUNC, true, p % 2 == 0, 2 + p % 2);

@@ -147,7 +147,7 @@ transposed(const float *w, uint32_t n, uint32_t k, uint32_t ldw)
 /* C = act(X·Wᵀ + b) in double, and the magnitude of each sum. */
 static void
 reference_linear(const float *x, uint32_t m, uint32_t k, const float *w, const float *bias,
-                 uint32_t n, bool relu, double *out, double *mag)
+                 uint32_t n, pp_act act, double *out, double *mag)
 {
   for (uint32_t r = 0; r < m; r++)
     for (uint32_t c = 0; c < n; c++) {
@@ -157,7 +157,7 @@ reference_linear(const float *x, uint32_t m, uint32_t k, const float *w, const f
         sum += (double) xr[i] * wr[i];
         abs_sum += fabs((double) xr[i] * wr[i]);
       }
-      out[(size_t) r * n + c] = relu && sum < 0 ? 0 : sum;
+      out[(size_t) r * n + c] = test_activation(act, sum);
       mag[(size_t) r * n + c] = abs_sum;
     }
 }
@@ -177,7 +177,7 @@ expect_close(const char *what, const float *got, const double *ref, const double
 
 static void
 check_gemm(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format, uint32_t m,
-           uint32_t k, uint32_t n, uint32_t patch, bool bias, bool relu, pp_gemm_tile tile)
+           uint32_t k, uint32_t n, uint32_t patch, bool bias, pp_act act, pp_gemm_tile tile)
 {
   input in = make_input(rng, kind, format, m, k, patch);
   m = in.layout.n;
@@ -191,19 +191,35 @@ check_gemm(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   float *d_b = device_copy(b, n * sizeof(float));
   float *d_c = device_poisoned((size_t) m * ldc);
   CHECK_CUDA(
-      pp_cuda_gemm(stream, &in.a, m, k, d_wt, ldw, bias ? d_b : NULL, n, relu, d_c, ldc, tile));
+      pp_cuda_gemm(stream, &in.a, m, k, d_wt, ldw, bias ? d_b : NULL, n, act, d_c, ldc, tile));
   float *c = host_result(d_c, (size_t) m * ldc);
   float *packed = g_new(float, (size_t) m *n);
   for (uint32_t r = 0; r < m; r++)
     memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
-  reference_linear(in.x, m, k, w, bias ? b : NULL, n, relu, ref, mag);
-  g_autofree char *what = g_strdup_printf("gemm %s %u×%u×%u %s%s tile%d", name, m, k, n,
-                                          bias ? "+bias" : "", relu ? "+relu" : "", tile);
-  expect_close(what, packed, ref, mag, (size_t) m * n, relu, PP_FP32_REL_TOL);
+  reference_linear(in.x, m, k, w, bias ? b : NULL, n, act, ref, mag);
+  g_autofree char *what = g_strdup_printf("gemm %s %u×%u×%u %s act%d tile%d", name, m, k, n,
+                                          bias ? "+bias" : "", act.kind, tile);
+  expect_close(what, packed, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
+               PP_FP32_REL_TOL);
   g_free(w), g_free(b), g_free(wt), g_free(c), g_free(packed), g_free(ref), g_free(mag);
   cudaFree(d_wt), cudaFree(d_b), cudaFree(d_c);
   free_input(&in);
+}
+
+static const pp_act ID = { PP_ACT_IDENTITY, 0.0f }, RELU = { PP_ACT_RELU, 0.0f };
+
+/* Every activation in the GEMM's epilogue, on both tiles. */
+static void
+test_gemm_activations(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 5);
+  for (int kind = 0; kind < PP_N_ACTS; kind++)
+    for (int tile = 0; tile < PP_N_GEMM_TILES; tile++)
+      check_gemm(&rng, "rgb patches", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 300, 0, 37, 5, true,
+                 (pp_act){ (pp_act_kind) kind, 0.1f }, tile);
 }
 
 static void
@@ -213,26 +229,26 @@ test_gemm(void **state)
   test_rng rng;
   test_rng_seed(&rng, seed);
   for (int tile = 0; tile < PP_N_GEMM_TILES; tile++) {
-    check_gemm(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 300, 0, true, false, tile);
-    check_gemm(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 7, 0, false, true, tile);
-    check_gemm(&rng, "gray8 rows", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 1000, 776, 300, 0, true, true,
+    check_gemm(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 300, 0, true, ID, tile);
+    check_gemm(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 7, 0, false, RELU, tile);
+    check_gemm(&rng, "gray8 rows", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 1000, 776, 300, 0, true, RELU,
                tile);
     check_gemm(&rng, "bgr patches (gather)", PP_LAYOUT_PATCHES, PP_PIXEL_BGR, 300, 0, 33, 7, true,
-               false, tile);
+               ID, tile);
     check_gemm(&rng, "rgbx rows (gather)", PP_LAYOUT_ROWS, PP_PIXEL_RGBX, 100, 777, 65, 0, true,
-               true, tile);
+               RELU, tile);
     check_gemm(&rng, "rgb patches (u8x4)", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 500, 0, 256, 8, true,
-               true, tile);
+               RELU, tile);
   }
   if (quick)
     return;
-  check_gemm(&rng, "seed layer 1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 1024, 1024, 1024, 0, true, false,
+  check_gemm(&rng, "seed layer 1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 1024, 1024, 1024, 0, true, ID,
              PP_TILE_128x128);
-  check_gemm(&rng, "tiny layer 1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, true, false,
+  check_gemm(&rng, "tiny layer 1", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, true, ID,
              PP_TILE_64x64);
-  check_gemm(&rng, "balanced layer 1", PP_LAYOUT_TENSOR, 0, 4096, 256, 1024, 0, true, false,
+  check_gemm(&rng, "balanced layer 1", PP_LAYOUT_TENSOR, 0, 4096, 256, 1024, 0, true, ID,
              PP_TILE_128x128);
-  check_gemm(&rng, "balanced layer 2", PP_LAYOUT_TENSOR, 0, 4096, 1024, 256, 0, true, true,
+  check_gemm(&rng, "balanced layer 2", PP_LAYOUT_TENSOR, 0, 4096, 1024, 256, 0, true, RELU,
              PP_TILE_128x128);
 }
 
@@ -245,39 +261,42 @@ random_model(test_rng *rng, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu
   assert_int_equal(pp_model_generate(k, d, o, hidden_relu ? PP_HIDDEN_RELU : PP_HIDDEN_NONE, &m),
                    0);
   /* Fresh values each run, wider biases so they matter. */
-  test_rng_fill_floats(rng, m->w0, (size_t) d * k, -0.2f, 0.2f);
-  test_rng_fill_floats(rng, m->w1, (size_t) o * d, -0.2f, 0.2f);
-  test_rng_fill_floats(rng, m->b0, d, -0.5f, 0.5f);
-  test_rng_fill_floats(rng, m->b1, o, -0.5f, 0.5f);
+  test_rng_fill_floats(rng, m->layers[0].w, (size_t) d * k, -0.2f, 0.2f);
+  test_rng_fill_floats(rng, m->layers[1].w, (size_t) o * d, -0.2f, 0.2f);
+  test_rng_fill_floats(rng, m->layers[0].b, d, -0.5f, 0.5f);
+  test_rng_fill_floats(rng, m->layers[1].b, o, -0.5f, 0.5f);
   if (!bias) {
-    g_clear_pointer(&m->b0, g_free);
-    g_clear_pointer(&m->b1, g_free);
+    g_clear_pointer(&m->layers[0].b, g_free);
+    g_clear_pointer(&m->layers[1].b, g_free);
   }
   return m;
 }
 
 static void
 check_fused(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
-            uint32_t n, uint32_t k, uint32_t d, uint32_t patch, bool hidden_relu, bool bias)
+            uint32_t n, uint32_t k, uint32_t d, uint32_t patch, pp_act hidden, pp_act out,
+            bool bias)
 {
   input in = make_input(rng, kind, format, n, k, patch);
   n = in.layout.n;
   k = in.layout.k;
-  pp_model *m = random_model(rng, k, d, 1, hidden_relu, bias);
+  pp_model *m = random_model(rng, k, d, 1, false, bias);
+  m->layers[0].act = hidden;
+  m->layers[1].act = out;
   const uint32_t ldw = pp_cuda_pad4(d);
-  float *w0t = transposed(m->w0, d, k, ldw);
+  float *w0t = transposed(m->layers[0].w, d, k, ldw);
   float *d_w0t = device_copy(w0t, (size_t) k * ldw * sizeof(float));
-  float *d_b0 = bias ? device_copy(m->b0, d * sizeof(float)) : NULL;
-  float *d_w1 = device_copy(m->w1, d * sizeof(float));
-  float *d_b1 = bias ? device_copy(m->b1, sizeof(float)) : NULL;
+  float *d_b0 = bias ? device_copy(m->layers[0].b, d * sizeof(float)) : NULL;
+  float *d_w1 = device_copy(m->layers[1].w, d * sizeof(float));
+  float *d_b1 = bias ? device_copy(m->layers[1].b, sizeof(float)) : NULL;
   float *d_y = device_poisoned(n);
-  CHECK_CUDA(pp_cuda_mlp_fused(stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden_relu, d_w1, d_b1,
+  CHECK_CUDA(pp_cuda_mlp_fused(stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1, out,
                                d_y, pp_cuda_fused_tile_for(d)));
   float *y = host_result(d_y, n);
   double *ref = g_new(double, n), *mag = g_new(double, n);
   test_reference_mlp(m, in.x, n, ref, mag);
   g_autofree char *what =
-      g_strdup_printf("fused mlp %s %u×%u→%u→1%s", name, n, k, d, hidden_relu ? " relu" : "");
+      g_strdup_printf("fused mlp %s %u×%u→%u→1 act%d, act%d", name, n, k, d, hidden.kind, out.kind);
   expect_close(what, y, ref, mag, n, true, PP_FP32_REL_TOL);
   g_free(w0t), g_free(y), g_free(ref), g_free(mag);
   cudaFree(d_w0t), cudaFree(d_b0), cudaFree(d_w1), cudaFree(d_b1), cudaFree(d_y);
@@ -291,17 +310,21 @@ test_fused_mlp(void **state)
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 1);
-  check_fused(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 200, 0, true, true);
-  check_fused(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 61, 0, false, false);
-  check_fused(&rng, "bgra rows", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 333, 300, 100, 0, true, true);
+  check_fused(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 200, 0, RELU, RELU, true);
+  check_fused(&rng, "f32", PP_LAYOUT_TENSOR, 0, 1000, 777, 61, 0, ID, RELU, false);
+  check_fused(&rng, "bgra rows", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 333, 300, 100, 0, RELU, RELU, true);
+  check_fused(&rng, "f32 gelu, plain out", PP_LAYOUT_TENSOR, 0, 500, 99, 130, 0,
+              (pp_act){ PP_ACT_GELU, 0 }, ID, true);
+  check_fused(&rng, "f32 silu, sigmoid", PP_LAYOUT_TENSOR, 0, 500, 99, 33, 0,
+              (pp_act){ PP_ACT_SILU, 0 }, (pp_act){ PP_ACT_SIGMOID, 0 }, true);
   if (quick)
     return;
-  check_fused(&rng, "tiny", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, false, true);
-  check_fused(&rng, "hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 256, 8, false, true);
+  check_fused(&rng, "tiny", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, ID, RELU, true);
+  check_fused(&rng, "hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 256, 8, ID, RELU, true);
 }
 
 static void
-check_rowdot(test_rng *rng, uint32_t n, uint32_t d, uint32_t o, uint32_t ldh)
+check_rowdot(test_rng *rng, uint32_t n, uint32_t d, uint32_t o, uint32_t ldh, pp_act act)
 {
   float *h = g_new(float, (size_t) n *ldh), *w = g_new(float, (size_t) o *d), *b = g_new(float, o);
   test_rng_fill_floats(rng, h, (size_t) n * ldh, -1, 1);
@@ -311,15 +334,15 @@ check_rowdot(test_rng *rng, uint32_t n, uint32_t d, uint32_t o, uint32_t ldh)
   float *d_w = device_copy(w, (size_t) o * d * sizeof(float));
   float *d_b = device_copy(b, o * sizeof(float));
   float *d_y = device_poisoned((size_t) n * o);
-  CHECK_CUDA(pp_cuda_rowdot(stream, d_h, n, d, ldh, d_w, d_b, o, d_y));
+  CHECK_CUDA(pp_cuda_rowdot(stream, d_h, n, d, ldh, d_w, d_b, o, act, d_y));
   float *y = host_result(d_y, (size_t) n * o);
   /* The reference reads H row by row with stride ldh. */
   float *hp = g_new(float, (size_t) n *d);
   for (uint32_t r = 0; r < n; r++)
     memcpy(hp + (size_t) r * d, h + (size_t) r * ldh, d * sizeof(float));
   double *ref = g_new(double, (size_t) n *o), *mag = g_new(double, (size_t) n *o);
-  reference_linear(hp, n, d, w, b, o, true, ref, mag);
-  g_autofree char *what = g_strdup_printf("rowdot %u×%u→%u (ldh %u)", n, d, o, ldh);
+  reference_linear(hp, n, d, w, b, o, act, ref, mag);
+  g_autofree char *what = g_strdup_printf("rowdot %u×%u→%u (ldh %u) act%d", n, d, o, ldh, act.kind);
   expect_close(what, y, ref, mag, (size_t) n * o, true, PP_FP32_REL_TOL);
   g_free(h), g_free(w), g_free(b), g_free(y), g_free(hp), g_free(ref), g_free(mag);
   cudaFree(d_h), cudaFree(d_w), cudaFree(d_b), cudaFree(d_y);
@@ -331,12 +354,14 @@ test_rowdot(void **state)
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 2);
-  check_rowdot(&rng, 1000, 300, 1, 300);
-  check_rowdot(&rng, 1000, 300, 7, 300);
-  check_rowdot(&rng, 999, 301, 7, 304);
-  check_rowdot(&rng, 100, 64, 32, 64);
+  check_rowdot(&rng, 1000, 300, 1, 300, RELU);
+  check_rowdot(&rng, 1000, 300, 7, 300, RELU);
+  check_rowdot(&rng, 999, 301, 7, 304, RELU);
+  check_rowdot(&rng, 100, 64, 32, 64, RELU);
+  for (int kind = 0; kind < PP_N_ACTS; kind++)
+    check_rowdot(&rng, 333, 65, 3, 68, (pp_act){ (pp_act_kind) kind, 0.1f });
   if (!quick)
-    check_rowdot(&rng, 1024, 1024, 1, 1024);
+    check_rowdot(&rng, 1024, 1024, 1, 1024, RELU);
 }
 
 /* ---- element-wise --------------------------------------------------------------- */
@@ -376,15 +401,27 @@ test_convert_and_bias_act(void **state)
   test_rng_fill_floats(&rng, bias, n, -1, 1);
   float *d_c = device_copy(c, (size_t) m * ldc * sizeof(float));
   float *d_bias = device_copy(bias, n * sizeof(float));
-  CHECK_CUDA(pp_cuda_bias_act(stream, d_c, m, n, ldc, d_bias, true));
-  float *got = host_result(d_c, (size_t) m * ldc);
-  for (uint32_t r = 0; r < m; r++)
-    for (uint32_t col = 0; col < ldc; col++) {
-      const float before = c[r * ldc + col];
-      const float want = col < n ? fmaxf(before + bias[col], 0.f) : before; /* padding untouched */
-      assert_float_equal(got[r * ldc + col], want, 0);
-    }
-  g_free(c), g_free(bias), g_free(got);
+  for (int kind = 0; kind < PP_N_ACTS; kind++) {
+    const pp_act act = { (pp_act_kind) kind, 0.1f };
+    CHECK_CUDA(
+        cudaMemcpyAsync(d_c, c, (size_t) m * ldc * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CHECK_CUDA(pp_cuda_bias_act(stream, d_c, m, n, ldc, d_bias, act));
+    float *got = host_result(d_c, (size_t) m * ldc);
+    for (uint32_t r = 0; r < m; r++)
+      for (uint32_t col = 0; col < ldc; col++) {
+        const float before = c[r * ldc + col];
+        if (col >= n) { /* padding untouched */
+          assert_float_equal(got[r * ldc + col], before, 0);
+          continue;
+        }
+        /* erff/expf/tanhf on the GPU are within a few ulp of double. */
+        const double want = test_activation(act, (double) before + bias[col]);
+        if (fabs(got[r * ldc + col] - want) > 4e-7 * (1 + fabs(want)))
+          fail_msg("bias_act act%d: %.9g, want %.9g", kind, got[r * ldc + col], want);
+      }
+    g_free(got);
+  }
+  g_free(c), g_free(bias);
   cudaFree(d_c), cudaFree(d_bias);
 }
 
@@ -394,16 +431,14 @@ test_launchers_check_shapes(void **state)
   (void) state;
   pp_cuda_a a = { .kind = PP_A_F32, .ld = 4 };
   float dummy[4] = { 0 };
-  assert_int_equal(
-      pp_cuda_gemm(stream, &a, 4, 4, dummy, 2, NULL, 4, false, dummy, 4, PP_TILE_128x128),
-      cudaErrorInvalidValue); /* ldw < pad4(n) */
-  assert_int_equal(
-      pp_cuda_gemm(NULL, &a, 4, 4, dummy, 4, NULL, 4, false, dummy, 4, PP_TILE_128x128),
-      cudaErrorInvalidValue); /* the default stream is refused */
-  assert_int_equal(pp_cuda_mlp_fused(stream, &a, 4, 4, dummy, 260, NULL, 257, false, dummy, NULL,
+  assert_int_equal(pp_cuda_gemm(stream, &a, 4, 4, dummy, 2, NULL, 4, ID, dummy, 4, PP_TILE_128x128),
+                   cudaErrorInvalidValue); /* ldw < pad4(n) */
+  assert_int_equal(pp_cuda_gemm(NULL, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, 4, PP_TILE_128x128),
+                   cudaErrorInvalidValue); /* the default stream is refused */
+  assert_int_equal(pp_cuda_mlp_fused(stream, &a, 4, 4, dummy, 260, NULL, 257, ID, dummy, NULL, ID,
                                      dummy, PP_FUSED_D256),
                    cudaErrorInvalidValue); /* d > 256 */
-  assert_int_equal(pp_cuda_rowdot(stream, dummy, 4, 4, 4, dummy, NULL, 33, dummy),
+  assert_int_equal(pp_cuda_rowdot(stream, dummy, 4, 4, 4, dummy, NULL, 33, ID, dummy),
                    cudaErrorInvalidValue); /* o > 32 */
   pp_cuda_a bytes = { .kind = PP_A_U8_GATHER };
   assert_int_equal(pp_cuda_convert(stream, &bytes, 4, 4, dummy, 4), cudaErrorInvalidValue);
@@ -413,7 +448,7 @@ test_launchers_check_shapes(void **state)
 /* ---- cuBLAS paths ------------------------------------------------------------------ */
 
 static void
-check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n, bool relu,
+check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n, pp_act act,
          bool tf32)
 {
   float *x = g_new(float, (size_t) m *k), *w = g_new(float, (size_t) n *k), *b = g_new(float, n);
@@ -427,8 +462,8 @@ check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n,
   float *d_c = device_poisoned((size_t) m * ldc);
   void *ws = device_copy(NULL, 32u << 20);
   pp_lt_gemm *g = NULL;
-  assert_int_equal(pp_lt_gemm_plan(lt, m, k, n, k, ldc, d_b, relu, tf32, 32u << 20, stream, d_x,
-                                   d_w, d_c, ws, &g),
+  assert_int_equal(pp_lt_gemm_plan(lt, m, k, n, k, ldc, d_b, act, tf32, 32u << 20, stream, d_x, d_w,
+                                   d_c, ws, &g),
                    CUBLAS_STATUS_SUCCESS);
   CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * ldc * sizeof(float), stream));
   assert_int_equal(pp_lt_gemm_run(g, stream, d_x, d_w, d_c, ws), CUBLAS_STATUS_SUCCESS);
@@ -437,10 +472,11 @@ check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n,
   for (uint32_t r = 0; r < m; r++)
     memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
-  reference_linear(x, m, k, w, b, n, relu, ref, mag);
-  g_autofree char *what = g_strdup_printf("cublaslt %u×%u×%u%s %s", m, k, n, relu ? " relu" : "",
-                                          tf32 ? "tf32" : "fp32");
-  expect_close(what, packed, ref, mag, (size_t) m * n, relu, tf32 ? TF32_REL_TOL : PP_FP32_REL_TOL);
+  reference_linear(x, m, k, w, b, n, act, ref, mag);
+  g_autofree char *what =
+      g_strdup_printf("cublaslt %u×%u×%u act%d %s", m, k, n, act.kind, tf32 ? "tf32" : "fp32");
+  expect_close(what, packed, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
+               tf32 ? TF32_REL_TOL : PP_FP32_REL_TOL);
   pp_lt_gemm_destroy(g);
   g_free(x), g_free(w), g_free(b), g_free(c), g_free(packed), g_free(ref), g_free(mag);
   cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_c), cudaFree(ws);
@@ -454,42 +490,51 @@ test_cublas_paths(void **state)
   test_rng_seed(&rng, seed + 4);
   cublasLtHandle_t lt;
   assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
-  check_lt(&rng, lt, 1000, 777, 300, false, false);
-  check_lt(&rng, lt, 1000, 777, 7, true, false);
-  check_lt(&rng, lt, 1000, 777, 300, false, true);
+  check_lt(&rng, lt, 1000, 777, 300, ID, false);
+  check_lt(&rng, lt, 1000, 777, 7, RELU, false);
+  check_lt(&rng, lt, 1000, 777, 300, ID, true);
+  /* Activations without an epilogue of their own run after it. */
+  check_lt(&rng, lt, 500, 99, 37, (pp_act){ PP_ACT_GELU, 0 }, false);
+  check_lt(&rng, lt, 500, 99, 37, (pp_act){ PP_ACT_LEAKY_RELU, 0.1f }, false);
   cublasLtDestroy(lt);
 
   /* The plain-cuBLAS reference MLP, against the CPU. */
   cublasHandle_t blas;
   assert_int_equal(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
-  const uint32_t outs[2] = { 1, 7 };
-  for (int i = 0; i < 2; i++) {
+  const uint32_t outs[3] = { 1, 7, 3 };
+  for (int i = 0; i < 3; i++) {
     input in = make_input(&rng, PP_LAYOUT_ROWS, PP_PIXEL_RGB, 300, 300, 0);
     const uint32_t n = in.layout.n, k = in.layout.k, d = 129, o = outs[i];
-    pp_model *m = random_model(&rng, k, d, o, i == 1, true);
-    pp_reference_weights w = {
-      device_copy(m->w0, (size_t) d * k * 4),
-      device_copy(m->b0, d * 4),
-      device_copy(m->w1, (size_t) o * d * 4),
-      device_copy(m->b1, o * 4),
-      k,
-      d,
-      o,
-      m->hidden_relu,
-    };
-    float *xs = device_poisoned((size_t) n * k), *hs = device_poisoned((size_t) n * d);
+    pp_model *m = NULL;
+    if (i < 2) {
+      m = random_model(&rng, k, d, o, i == 1, true);
+    } else { /* three layers, GELU and tanh */
+      const uint32_t widths[3] = { d, 65, o };
+      const pp_act acts[3] = { { PP_ACT_GELU, 0 }, { PP_ACT_TANH, 0 }, ID };
+      assert_int_equal(pp_model_generate_layers(k, 3, widths, acts, &m), 0);
+    }
+    pp_reference_layer layers[3];
+    for (unsigned l = 0; l < m->n_layers; l++) {
+      const pp_layer *ml = &m->layers[l];
+      layers[l] = (pp_reference_layer){ device_copy(ml->w, (size_t) ml->out * ml->in * 4),
+                                        device_copy(ml->b, ml->out * 4), ml->in, ml->out, ml->act };
+    }
+    float *xs = device_poisoned((size_t) n * k);
+    float *hs[2] = { device_poisoned((size_t) n * d), device_poisoned((size_t) n * d) };
     float *d_y = device_poisoned((size_t) n * o);
-    assert_int_equal(pp_cublas_reference_mlp(blas, stream, &in.a, n, &w, false, xs, hs, d_y),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        pp_cublas_reference_mlp(blas, stream, &in.a, n, layers, m->n_layers, false, xs, hs, d_y),
+        CUBLAS_STATUS_SUCCESS);
     float *y = host_result(d_y, (size_t) n * o);
     double *ref = g_new(double, (size_t) n *o), *mag = g_new(double, (size_t) n *o);
     test_reference_mlp(m, in.x, n, ref, mag);
-    expect_close(o == 1 ? "cublas reference mlp, O=1" : "cublas reference mlp, O=7", y, ref, mag,
-                 (size_t) n * o, true, PP_FP32_REL_TOL);
+    g_autofree char *what =
+        g_strdup_printf("cublas reference mlp, %u layers, O=%u", m->n_layers, o);
+    expect_close(what, y, ref, mag, (size_t) n * o, true, PP_FP32_REL_TOL);
     g_free(y), g_free(ref), g_free(mag);
-    cudaFree((void *) w.w0), cudaFree((void *) w.b0), cudaFree((void *) w.w1),
-        cudaFree((void *) w.b1);
-    cudaFree(xs), cudaFree(hs), cudaFree(d_y);
+    for (unsigned l = 0; l < m->n_layers; l++)
+      cudaFree((void *) layers[l].w), cudaFree((void *) layers[l].b);
+    cudaFree(xs), cudaFree(hs[0]), cudaFree(hs[1]), cudaFree(d_y);
     pp_model_free(m);
     free_input(&in);
   }
@@ -549,6 +594,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_copy_2d),
     cmocka_unit_test(test_gemm),
+    cmocka_unit_test(test_gemm_activations),
     cmocka_unit_test(test_fused_mlp),
     cmocka_unit_test(test_rowdot),
     cmocka_unit_test(test_convert_and_bias_act),

@@ -13,7 +13,7 @@
 static uint64_t seed;
 
 static void
-check_linear(uint32_t n, uint32_t in, uint32_t out, bool bias, bool relu)
+check_linear(uint32_t n, uint32_t in, uint32_t out, bool bias, pp_act act)
 {
   test_rng rng;
   test_rng_seed(&rng, seed + n * 1000003u + in * 1009u + out);
@@ -27,7 +27,7 @@ check_linear(uint32_t n, uint32_t in, uint32_t out, bool bias, bool relu)
   test_poison(y, (size_t) n * out);
 
   pp_cpu_pack_weights(w, out, in, packed);
-  pp_cpu_linear(x, n, in, packed, bias ? b : NULL, out, relu, y);
+  pp_cpu_linear(x, n, in, packed, bias ? b : NULL, out, act, y);
 
   for (uint32_t r = 0; r < n; r++)
     for (uint32_t o = 0; o < out; o++) {
@@ -37,15 +37,15 @@ check_linear(uint32_t n, uint32_t in, uint32_t out, bool bias, bool relu)
         sum += term;
         abs_sum += fabs(term);
       }
-      ref[(size_t) r * out + o] = relu && sum < 0 ? 0 : sum;
+      ref[(size_t) r * out + o] = test_activation(act, sum);
       mag[(size_t) r * out + o] = abs_sum;
     }
-  /* With ReLU only a few small outputs may survive: measure against the
-   * magnitude of the sums instead of the (then tiny) outputs. */
-  const double err = relu ? test_scaled_error(y, ref, mag, (size_t) n * out)
-                          : test_relative_error(y, ref, (size_t) n * out);
-  print_message("linear n=%u in=%u out=%u bias=%d relu=%d: rel err %.2e\n", n, in, out, bias, relu,
-                err);
+  /* An activation may leave only a few small outputs (ReLU) or squash them
+   * (sigmoid): measure against the magnitude of the sums instead. */
+  const double err = act.kind != PP_ACT_IDENTITY ? test_scaled_error(y, ref, mag, (size_t) n * out)
+                                                 : test_relative_error(y, ref, (size_t) n * out);
+  print_message("linear n=%u in=%u out=%u bias=%d act=%d: rel err %.2e\n", n, in, out, bias,
+                act.kind, err);
   assert_true(err <= PP_FP32_REL_TOL);
   free(x), free(w), free(b), free(y), free(packed), free(ref), free(mag);
 }
@@ -58,8 +58,10 @@ test_linear_shapes(void **state)
     { 1, 1, 1 }, { 13, 37, 21 }, { 6, 16, 16 }, { 7, 100, 33 }, { 64, 256, 48 }, { 5, 3, 17 },
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-    for (int variant = 0; variant < 4; variant++)
-      check_linear(shapes[i][0], shapes[i][1], shapes[i][2], variant & 1, variant & 2);
+    for (int kind = 0; kind < PP_N_ACTS; kind++)
+      for (int bias = 0; bias < 2; bias++)
+        check_linear(shapes[i][0], shapes[i][1], shapes[i][2], bias,
+                     (pp_act){ (pp_act_kind) kind, 0.2f });
 }
 
 static void
@@ -75,19 +77,21 @@ test_matvec(void **state)
     test_rng_fill_floats(&rng, h, (size_t) n * d, -1, 1);
     test_rng_fill_floats(&rng, w, d, -1, 1);
     const float bias = (float) test_rng_uniform(&rng, -1, 1);
-    for (int relu = 0; relu < 2; relu++) {
+    for (int kind = 0; kind < PP_N_ACTS; kind++) {
+      const pp_act act = { (pp_act_kind) kind, 0.2f };
       test_poison(y, n);
-      pp_cpu_matvec(h, n, d, w, bias, relu, y);
+      pp_cpu_matvec(h, n, d, w, bias, act, y);
       for (uint32_t r = 0; r < n; r++) {
         double sum = bias, abs_sum = fabs(bias);
         for (uint32_t i = 0; i < d; i++) {
           sum += (double) h[r * d + i] * w[i];
           abs_sum += fabs((double) h[r * d + i] * w[i]);
         }
-        ref[r] = relu && sum < 0 ? 0 : sum;
+        ref[r] = test_activation(act, sum);
         mag[r] = abs_sum;
       }
-      const double err = relu ? test_scaled_error(y, ref, mag, n) : test_relative_error(y, ref, n);
+      const double err = kind != PP_ACT_IDENTITY ? test_scaled_error(y, ref, mag, n)
+                                                 : test_relative_error(y, ref, n);
       assert_true(err <= PP_FP32_REL_TOL);
     }
   }

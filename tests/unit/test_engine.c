@@ -206,7 +206,7 @@ rig_new(unsigned slots, bool hold)
   r->discarded = g_async_queue_new();
   r->engine = pp_engine_new(&r->fake->base, on_discard, r);
   pp_frame_layout layout;
-  pp_model model = { .k = 1, .d = 1, .o = 1 };
+  pp_model model = { .k = 1, .o = 1, .n_layers = 1, .layers = { { .in = 1, .out = 1 } } };
   char *msg = NULL;
   assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
   assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, &msg), 0);

@@ -1,6 +1,7 @@
-/* Model loading: real files written by safetensors.torch.save_file, checked
- * against PyTorch's forward, and every malformed case rejected with a
- * message that names the problem. */
+/* Model loading: real files written by safetensors.torch.save_file and by
+ * tools/pingpong-export, checked against PyTorch's forward; descriptions of
+ * the layers (metadata, the layers property, the old convention); and
+ * every malformed case rejected with a message that names the problem. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,8 +18,10 @@
 
 /* ---- fixtures from PyTorch ----------------------------------------------- */
 
-static void
-check_fixture(const char *name, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu, bool bias)
+/* Loads fixture `name` (described by `layers` when not NULL) and checks
+ * our reading of it against PyTorch's forward; returns the model. */
+static pp_model *
+load_fixture(const char *name, const char *layers)
 {
   const char *dir = getenv("PP_FIXTURES");
   if (!dir)
@@ -27,14 +30,9 @@ check_fixture(const char *name, uint32_t k, uint32_t d, uint32_t o, bool hidden_
   g_autofree char *ref_path = g_strdup_printf("%s/%s.ref", dir, name);
   pp_model *m = NULL;
   char *msg = NULL;
-  if (pp_model_load(path, PP_HIDDEN_AUTO, &m, &msg) < 0)
+  if (pp_model_load(path, layers, PP_HIDDEN_AUTO, &m, &msg) < 0)
     fail_msg("%s", msg);
-  assert_int_equal(m->k, k);
-  assert_int_equal(m->d, d);
-  assert_int_equal(m->o, o);
-  assert_int_equal(m->hidden_relu, hidden_relu);
-  assert_int_equal(m->b0 != NULL, bias);
-  assert_int_equal(m->b1 != NULL, bias);
+  const uint32_t k = m->k, o = m->o;
 
   gchar *ref = NULL;
   gsize ref_len = 0;
@@ -57,9 +55,28 @@ check_fixture(const char *name, uint32_t k, uint32_t d, uint32_t o, bool hidden_
     torch_d[i] = y_torch[i];
   }
   const double err = test_relative_error(ours_f, torch_d, (size_t) n * o);
-  print_message("%s: rel err vs PyTorch %.2e\n", name, err);
+  g_autofree char *described = pp_model_describe(m);
+  print_message("%s (%s): rel err vs PyTorch %.2e\n", name, described, err);
   assert_true(err <= PP_FP32_REL_TOL);
   g_free(ours), g_free(ours_f), g_free(torch_d), g_free(ref);
+  return m;
+}
+
+static void
+check_fixture(const char *name, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu, bool bias)
+{
+  pp_model *m = load_fixture(name, NULL);
+  assert_int_equal(m->n_layers, 2);
+  assert_int_equal(m->k, k);
+  assert_int_equal(m->layers[0].out, d);
+  assert_int_equal(m->o, o);
+  assert_int_equal(m->layers[0].act.kind, hidden_relu ? PP_ACT_RELU : PP_ACT_IDENTITY);
+  assert_int_equal(m->layers[1].act.kind, PP_ACT_RELU);
+  assert_int_equal(m->layers[0].b != NULL, bias);
+  assert_int_equal(m->layers[1].b != NULL, bias);
+  /* No description: the convention was assumed, and the model says so. */
+  assert_non_null(m->assumed);
+  assert_non_null(strstr(m->assumed, "two-layer convention"));
   pp_model_free(m);
 }
 
@@ -98,6 +115,70 @@ test_fixture_prefixed(void **state)
   check_fixture("prefixed", 20, 8, 2, true, true);
 }
 
+/* Files from tools/pingpong-export: the description in the metadata gives
+ * every activation and depth, and nothing is assumed. */
+static void
+test_exported_activations(void **state)
+{
+  (void) state;
+  static const struct {
+    const char *name;
+    pp_act_kind kind;
+  } cases[] = {
+    { "act_identity", PP_ACT_IDENTITY },     { "act_relu", PP_ACT_RELU },
+    { "act_leaky_relu", PP_ACT_LEAKY_RELU }, { "act_gelu", PP_ACT_GELU },
+    { "act_gelu_tanh", PP_ACT_GELU_TANH },   { "act_silu", PP_ACT_SILU },
+    { "act_sigmoid", PP_ACT_SIGMOID },       { "act_tanh", PP_ACT_TANH },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    pp_model *m = load_fixture(cases[i].name, NULL);
+    assert_null(m->assumed);
+    assert_int_equal(m->n_layers, 3);
+    assert_int_equal(m->layers[0].act.kind, cases[i].kind);
+    assert_int_equal(m->layers[1].act.kind, cases[i].kind);
+    assert_int_equal(m->layers[2].act.kind, PP_ACT_IDENTITY);
+    if (cases[i].kind == PP_ACT_LEAKY_RELU)
+      assert_float_equal(m->layers[0].act.slope, 0.1f, 1e-7);
+    pp_model_free(m);
+  }
+}
+
+static void
+test_exported_depths(void **state)
+{
+  (void) state;
+  for (unsigned depth = 1; depth <= 6; depth++) {
+    g_autofree char *name = g_strdup_printf("depth%u", depth);
+    pp_model *m = load_fixture(name, NULL);
+    assert_null(m->assumed);
+    assert_int_equal(m->n_layers, depth);
+    pp_model_free(m);
+  }
+}
+
+/* A plain save_file of Linear, GELU, Linear: the layers property says what
+ * the file cannot, and overrides what the convention would assume. */
+static void
+test_layers_property(void **state)
+{
+  (void) state;
+  pp_model *m = load_fixture("plain_gelu", "Linear, GELU, Linear");
+  assert_null(m->assumed);
+  assert_int_equal(m->layers[0].act.kind, PP_ACT_GELU);
+  assert_int_equal(m->layers[1].act.kind, PP_ACT_IDENTITY);
+  pp_model_free(m);
+  /* The property also overrides a file's own description. */
+  const char *dir = getenv("PP_FIXTURES");
+  g_autofree char *path = g_strdup_printf("%s/act_silu.safetensors", dir);
+  char *msg = NULL;
+  assert_int_equal(
+      pp_model_load(path, "linear, tanh, linear, relu, linear, sigmoid", PP_HIDDEN_AUTO, &m, &msg),
+      0);
+  assert_int_equal(m->layers[0].act.kind, PP_ACT_TANH);
+  assert_int_equal(m->layers[2].act.kind, PP_ACT_SIGMOID);
+  pp_model_free(m);
+}
+
 static void
 test_hidden_override(void **state)
 {
@@ -108,8 +189,8 @@ test_hidden_override(void **state)
   g_autofree char *path = g_strdup_printf("%s/relu_bias.safetensors", dir);
   pp_model *m = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_model_load(path, PP_HIDDEN_NONE, &m, &msg), 0);
-  assert_false(m->hidden_relu);
+  assert_int_equal(pp_model_load(path, NULL, PP_HIDDEN_NONE, &m, &msg), 0);
+  assert_int_equal(m->layers[0].act.kind, PP_ACT_IDENTITY);
   pp_model_free(m);
 }
 
@@ -138,11 +219,11 @@ build(const char *json, size_t data_len, size_t *len)
 #define VALID "{" W0 "," B0 "," W2 "," B2 "}"
 
 static void
-expect_error(const uint8_t *bytes, size_t len, const char *needle)
+expect_error_described(const uint8_t *bytes, size_t len, const char *layers, const char *needle)
 {
   pp_model *m = NULL;
   char *msg = NULL;
-  const int rc = pp_model_parse(bytes, len, "m.safetensors", PP_HIDDEN_AUTO, &m, &msg);
+  const int rc = pp_model_parse(bytes, len, "m.safetensors", layers, PP_HIDDEN_AUTO, &m, &msg);
   if (rc == 0)
     fail_msg("accepted; expected an error containing \"%s\"", needle);
   assert_int_equal(rc, -EINVAL);
@@ -151,6 +232,12 @@ expect_error(const uint8_t *bytes, size_t len, const char *needle)
   if (!strstr(msg, needle) || strncmp(msg, "m.safetensors: ", 15) != 0)
     fail_msg("message \"%s\" lacks \"%s\"", msg, needle);
   g_free(msg);
+}
+
+static void
+expect_error(const uint8_t *bytes, size_t len, const char *needle)
+{
+  expect_error_described(bytes, len, NULL, needle);
 }
 
 static void
@@ -170,15 +257,15 @@ test_valid_hand_built(void **state)
   uint8_t *bytes = build(VALID, 104, &len);
   pp_model *m = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_model_parse(bytes, len, "m", PP_HIDDEN_AUTO, &m, &msg), 0);
+  assert_int_equal(pp_model_parse(bytes, len, "m", NULL, PP_HIDDEN_AUTO, &m, &msg), 0);
   assert_int_equal(m->k, 3);
-  assert_int_equal(m->d, 4);
+  assert_int_equal(m->layers[0].out, 4);
   assert_int_equal(m->o, 2);
-  assert_true(m->hidden_relu);
+  assert_int_equal(m->layers[0].act.kind, PP_ACT_RELU);
   /* 0.weight[1][2] is the 6th float: bytes 20..23 of the data. */
   float expect;
   memcpy(&expect, bytes + len - 104 + 20, 4);
-  assert_memory_equal(&m->w0[5], &expect, 4);
+  assert_memory_equal(&m->layers[0].w[5], &expect, 4);
   pp_model_free(m);
   g_free(bytes);
 }
@@ -222,9 +309,9 @@ test_metadata_and_escapes_accepted(void **state)
   uint8_t *bytes = build(json, 104, &len);
   pp_model *m = NULL;
   char *msg = NULL;
-  if (pp_model_parse(bytes, len, "m", PP_HIDDEN_AUTO, &m, &msg) < 0)
+  if (pp_model_parse(bytes, len, "m", NULL, PP_HIDDEN_AUTO, &m, &msg) < 0)
     fail_msg("%s", msg);
-  assert_string_equal(m->w0_name, "0.weight");
+  assert_string_equal(m->layers[0].name, "0.weight");
   pp_model_free(m);
   g_free(bytes);
 }
@@ -237,13 +324,14 @@ test_missing_and_extra_tensors(void **state)
   expect_json_error("{" W0 "," B0
                     ",\"2.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[64,72]}}",
                     72, "missing tensor '2.weight'");
-  expect_json_error("{" W0 "," B0 "}", 64, "holds one layer");
+  /* One layer is a model, but not of the old convention: it needs saying. */
+  expect_json_error("{" W0 "," B0 "}", 64, "holds 1 Linear layers and says nothing");
   expect_json_error("{" W0 "," B0 "," W2 "," B2
                     ",\"extra\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[104,108]}}",
                     108, "unexpected tensor 'extra'");
   expect_json_error("{" W0 "," B0 "," W2 "," B2
                     ",\"4.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[104,112]}}",
-                    112, "third layer");
+                    112, "holds 3 Linear layers and says nothing of its activations");
   expect_json_error(
       "{" W0 "," B0
       ",\"net.2.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[64,96]}}",
@@ -313,7 +401,8 @@ test_input_mismatch_message(void **state)
   uint8_t *bytes = build(VALID, 104, &len);
   pp_model *m = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_model_parse(bytes, len, "model.safetensors", PP_HIDDEN_AUTO, &m, &msg), 0);
+  assert_int_equal(pp_model_parse(bytes, len, "model.safetensors", NULL, PP_HIDDEN_AUTO, &m, &msg),
+                   0);
   assert_int_equal(pp_model_check_inputs(m, 3, &msg), 0);
   assert_int_equal(pp_model_check_inputs(m, 5, &msg), -EINVAL);
   assert_string_equal(msg, "model.safetensors: tensor '0.weight' is 4×3 but the frame gives K=5");
@@ -328,11 +417,12 @@ test_file_errors(void **state)
   (void) state;
   pp_model *m = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_model_load("/nonexistent/m.safetensors", PP_HIDDEN_AUTO, &m, &msg), -ENOENT);
+  assert_int_equal(pp_model_load("/nonexistent/m.safetensors", NULL, PP_HIDDEN_AUTO, &m, &msg),
+                   -ENOENT);
   assert_non_null(strstr(msg, "No such file"));
   g_free(msg);
   g_autofree char *dir = g_dir_make_tmp("pp-model-XXXXXX", NULL);
-  assert_int_equal(pp_model_load(dir, PP_HIDDEN_AUTO, &m, &msg), -EISDIR);
+  assert_int_equal(pp_model_load(dir, NULL, PP_HIDDEN_AUTO, &m, &msg), -EISDIR);
   assert_non_null(strstr(msg, "directory"));
   g_free(msg);
   g_rmdir(dir);
@@ -346,21 +436,148 @@ test_generated_weights(void **state)
   assert_int_equal(pp_model_generate(300, 64, 2, PP_HIDDEN_AUTO, &a), 0);
   assert_int_equal(pp_model_generate(300, 64, 2, PP_HIDDEN_AUTO, &b), 0);
   assert_int_equal(pp_model_generate(301, 64, 2, PP_HIDDEN_AUTO, &c), 0);
-  assert_false(a->hidden_relu);
-  assert_memory_equal(a->w0, b->w0, sizeof(float) * 64 * 300);
-  assert_memory_equal(a->w1, b->w1, sizeof(float) * 2 * 64);
-  assert_memory_not_equal(a->w0, c->w0, sizeof(float) * 64 * 300);
+  assert_int_equal(a->layers[0].act.kind, PP_ACT_IDENTITY);
+  assert_int_equal(a->layers[1].act.kind, PP_ACT_RELU);
+  assert_memory_equal(a->layers[0].w, b->layers[0].w, sizeof(float) * 64 * 300);
+  assert_memory_equal(a->layers[1].w, b->layers[1].w, sizeof(float) * 2 * 64);
+  assert_memory_not_equal(a->layers[0].w, c->layers[0].w, sizeof(float) * 64 * 300);
   assert_true(a->id != b->id);
   const float bound = 1.0f / sqrtf(300);
   double sum_abs = 0;
   for (int i = 0; i < 64 * 300; i++) {
-    assert_true(fabsf(a->w0[i]) <= bound);
-    sum_abs += fabsf(a->w0[i]);
+    assert_true(fabsf(a->layers[0].w[i]) <= bound);
+    sum_abs += fabsf(a->layers[0].w[i]);
   }
   /* Uniform in ±bound has mean |w| = bound/2. */
   assert_float_equal(sum_abs / (64 * 300), bound / 2, bound * 0.05);
   pp_model_free(a), pp_model_free(b), pp_model_free(c);
   assert_int_equal(pp_model_generate(0, 1, 1, PP_HIDDEN_AUTO, &a), -EINVAL);
+
+  /* From a description: widths and activations as written. */
+  pp_model_desc desc;
+  char *msg = NULL;
+  assert_int_equal(
+      pp_model_desc_parse("linear(6,5), gelu, linear(5,4), silu, linear(4,1)", &desc, &msg), 0);
+  assert_int_equal(pp_model_generate_desc(6, &desc, &a, &msg), 0);
+  assert_int_equal(a->n_layers, 3);
+  assert_int_equal(a->layers[1].out, 4);
+  assert_int_equal(a->layers[1].act.kind, PP_ACT_SILU);
+  assert_int_equal(a->layers[2].act.kind, PP_ACT_IDENTITY);
+  pp_model_free(a);
+  assert_int_equal(pp_model_generate_desc(7, &desc, &a, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "takes 6 inputs but the frames give K=7"));
+  g_free(msg);
+  assert_int_equal(pp_model_desc_parse("linear, relu, linear(5,1)", &desc, &msg), 0);
+  assert_int_equal(pp_model_generate_desc(6, &desc, &a, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "Linear layer 1 has no widths"));
+  g_free(msg);
+}
+
+/* ---- descriptions ----------------------------------------------------------- */
+
+static void
+test_desc_grammar(void **state)
+{
+  (void) state;
+  pp_model_desc d;
+  char *msg = NULL;
+  assert_int_equal(pp_model_desc_parse(" Linear(192,512) ,GELU,linear(512, 256), "
+                                       "LeakyReLU(0.2), linear, gelu(tanh), identity, linear,"
+                                       "Sigmoid",
+                                       &d, &msg),
+                   0);
+  assert_int_equal(d.n_linear, 4);
+  assert_true(d.linear[0].has_dims);
+  assert_int_equal(d.linear[0].in, 192);
+  assert_int_equal(d.linear[0].out, 512);
+  assert_int_equal(d.linear[0].act.kind, PP_ACT_GELU);
+  assert_int_equal(d.linear[1].act.kind, PP_ACT_LEAKY_RELU);
+  assert_float_equal(d.linear[1].act.slope, 0.2f, 1e-7);
+  assert_false(d.linear[2].has_dims);
+  assert_int_equal(d.linear[2].act.kind, PP_ACT_GELU_TANH);
+  assert_int_equal(d.linear[3].act.kind, PP_ACT_SIGMOID);
+  /* leaky_relu without a slope is PyTorch's default. */
+  assert_int_equal(pp_model_desc_parse("linear, leaky_relu", &d, &msg), 0);
+  assert_float_equal(d.linear[0].act.slope, 0.01f, 1e-9);
+}
+
+static void
+expect_desc_error(const char *text, const char *needle)
+{
+  pp_model_desc d;
+  char *msg = NULL;
+  if (pp_model_desc_parse(text, &d, &msg) == 0)
+    fail_msg("'%s' accepted; expected an error containing \"%s\"", text, needle);
+  if (!strstr(msg, needle))
+    fail_msg("'%s': message \"%s\" lacks \"%s\"", text, msg, needle);
+  g_free(msg);
+}
+
+static void
+test_desc_errors(void **state)
+{
+  (void) state;
+  expect_desc_error("", "expected a name");
+  expect_desc_error("linear, swish", "module 2: unknown module 'swish'");
+  expect_desc_error("relu, linear", "module 1 (relu) comes before any Linear layer");
+  expect_desc_error("linear, relu, tanh", "Linear layer 1 already has an activation");
+  expect_desc_error("linear(3)", "expected linear or linear(IN,OUT)");
+  expect_desc_error("linear(3,0)", "expected linear or linear(IN,OUT)");
+  expect_desc_error("linear(4,3), linear(2,1)",
+                    "Linear layer 2 takes 2 inputs but layer 1 gives 3");
+  expect_desc_error("linear, leaky_relu(x)", "the slope 'x' is not a number");
+  expect_desc_error("linear, gelu(fast)", "approximate is 'none' or 'tanh'");
+  expect_desc_error("linear, relu(1)", "takes no arguments");
+  expect_desc_error("linear relu", "expected ',' or the end");
+  expect_desc_error("linear(3,4", "missing ')'");
+  expect_desc_error("linear,linear,linear,linear,linear,linear,linear,linear,linear",
+                    "more than 8 Linear layers");
+}
+
+/* The description against the file's tensors (VALID: 4×3 then 2×4). */
+static void
+test_desc_against_tensors(void **state)
+{
+  (void) state;
+  size_t len;
+  uint8_t *bytes = build(VALID, 104, &len);
+  expect_error_described(bytes, len, "linear, gelu, linear, relu, linear",
+                         "the layers property describes 3 Linear layers but the file holds 2");
+  expect_error_described(bytes, len, "linear(3,4), gelu, linear(4,3)",
+                         "Linear layer 2: tensor '2.weight' is 2×4 (out×in) but the description "
+                         "says linear(4,3)");
+  expect_error_described(bytes, len, "linear, softmax, linear",
+                         "the layers property 'linear, softmax, linear' is not a valid "
+                         "description: module 2: unknown module 'softmax'");
+  pp_model *m = NULL;
+  char *msg = NULL;
+  assert_int_equal(
+      pp_model_parse(bytes, len, "m", "linear(3,4), silu, linear(4,2)", PP_HIDDEN_AUTO, &m, &msg),
+      0);
+  assert_int_equal(m->layers[0].act.kind, PP_ACT_SILU);
+  assert_int_equal(m->layers[1].act.kind, PP_ACT_IDENTITY);
+  g_autofree char *described = pp_model_describe(m);
+  assert_string_equal(described, "linear(3,4), silu, linear(4,2)");
+  pp_model_free(m);
+  g_free(bytes);
+
+  /* The same from the metadata; a bad one is an error naming it. */
+  bytes = build("{\"__metadata__\":{\"pingpong.layers\":\"linear, tanh, linear, sigmoid\"}," W0
+                "," B0 "," W2 "," B2 "}",
+                104, &len);
+  assert_int_equal(pp_model_parse(bytes, len, "m", NULL, PP_HIDDEN_AUTO, &m, &msg), 0);
+  assert_null(m->assumed);
+  assert_int_equal(m->layers[0].act.kind, PP_ACT_TANH);
+  assert_int_equal(m->layers[1].act.kind, PP_ACT_SIGMOID);
+  pp_model_free(m);
+  g_free(bytes);
+  bytes =
+      build("{\"__metadata__\":{\"pingpong.layers\":\"linear, tanh\"}," W0 "," B0 "," W2 "," B2 "}",
+            104, &len);
+  expect_error(bytes, len,
+               "its pingpong.layers metadata describes 1 Linear layer but the file "
+               "holds 2");
+  g_free(bytes);
 }
 
 int
@@ -372,6 +589,9 @@ main(void)
     cmocka_unit_test(test_fixture_half),
     cmocka_unit_test(test_fixture_bfloat),
     cmocka_unit_test(test_fixture_prefixed),
+    cmocka_unit_test(test_exported_activations),
+    cmocka_unit_test(test_exported_depths),
+    cmocka_unit_test(test_layers_property),
     cmocka_unit_test(test_hidden_override),
     cmocka_unit_test(test_valid_hand_built),
     cmocka_unit_test(test_truncated),
@@ -384,6 +604,9 @@ main(void)
     cmocka_unit_test(test_input_mismatch_message),
     cmocka_unit_test(test_file_errors),
     cmocka_unit_test(test_generated_weights),
+    cmocka_unit_test(test_desc_grammar),
+    cmocka_unit_test(test_desc_errors),
+    cmocka_unit_test(test_desc_against_tensors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
