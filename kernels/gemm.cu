@@ -1,12 +1,13 @@
 /* GEMM with bias and activation: C = act(X · Wt + bias), X gathered from
  * frame bytes or floats (gemm_mainloop.cuh). Every layer of the MLP but a
  * last one narrow enough for the row-dot kernel. */
+#include "activation.cuh"
 #include "gemm_mainloop.cuh"
 
 namespace
 {
 
-template <int BM, int BN>
+template <int BM, int BN, int A>
 /* Two blocks per SM for latency hiding, as in mlp_fused.cu. */
 __global__ void
 __launch_bounds__(pp::Tile<BM, BN>::THREADS, 2)
@@ -34,7 +35,7 @@ __launch_bounds__(pp::Tile<BM, BN>::THREADS, 2)
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         const float b = (bias && col + j < n) ? __ldg(bias + col + j) : 0.f;
-        v[j] = pp_act_apply(act, acc[r][h * 4 + j] + b);
+        v[j] = pp::activate<A>(act, acc[r][h * 4 + j] + b);
       }
       float *dst = c + (size_t) row * ldc + col;
       if (vec_store && col + 3 < n) {
@@ -49,15 +50,30 @@ __launch_bounds__(pp::Tile<BM, BN>::THREADS, 2)
   }
 }
 
+template <int BM, int BN, int A>
+cudaError_t
+launch_act(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *wt,
+           uint32_t ldw, const float *bias, uint32_t n, pp_act act, float *c, uint32_t ldc)
+{
+  const dim3 grid((n + BN - 1) / BN, (m + BM - 1) / BM);
+  gemm_bias_act<BM, BN, A>
+      <<<grid, pp::Tile<BM, BN>::THREADS, 0, stream>>>(*x, m, k, wt, ldw, bias, n, act, c, ldc);
+  return cudaGetLastError();
+}
+
 template <int BM, int BN>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *wt,
        uint32_t ldw, const float *bias, uint32_t n, pp_act act, float *c, uint32_t ldc)
 {
-  const dim3 grid((n + BN - 1) / BN, (m + BM - 1) / BM);
-  gemm_bias_act<BM, BN>
-      <<<grid, pp::Tile<BM, BN>::THREADS, 0, stream>>>(*x, m, k, wt, ldw, bias, n, act, c, ldc);
-  return cudaGetLastError();
+  switch (pp::act_code(act)) {
+    case PP_ACT_IDENTITY:
+      return launch_act<BM, BN, PP_ACT_IDENTITY>(stream, x, m, k, wt, ldw, bias, n, act, c, ldc);
+    case PP_ACT_RELU:
+      return launch_act<BM, BN, PP_ACT_RELU>(stream, x, m, k, wt, ldw, bias, n, act, c, ldc);
+    default:
+      return launch_act<BM, BN, pp::ACT_ANY>(stream, x, m, k, wt, ldw, bias, n, act, c, ldc);
+  }
 }
 
 } // namespace

@@ -3,6 +3,7 @@
  * D), multiplies them by w1 and reduces across the threads of each row with
  * warp shuffles. H never touches memory and a frame is one launch: what
  * small, launch-bound workloads need. */
+#include "activation.cuh"
 #include "gemm_mainloop.cuh"
 
 namespace
@@ -10,7 +11,7 @@ namespace
 
 /* Two blocks per SM: one alone left the SM at 12.5% occupancy, stalled on
  * latency (ncu, H100). */
-template <int BN>
+template <int BN, int HIDDEN, int OUT>
 __global__ void __launch_bounds__(256, 2)
     mlp_fused(const pp_cuda_a x, unsigned m, unsigned k, const float *__restrict__ w0t,
               unsigned ldw, const float *__restrict__ b0, unsigned d, pp_act hidden_act,
@@ -36,7 +37,7 @@ __global__ void __launch_bounds__(256, 2)
     for (int c = 0; c < 8; c++) {
       const unsigned col = Loop::col_of(c);
       if (col < d) {
-        const float h = pp_act_apply(hidden_act, acc[r][c] + (b0 ? __ldg(b0 + col) : 0.f));
+        const float h = pp::activate<HIDDEN>(hidden_act, acc[r][c] + (b0 ? __ldg(b0 + col) : 0.f));
         partial = fmaf(h, __ldg(w1 + col), partial);
       }
     }
@@ -46,22 +47,62 @@ __global__ void __launch_bounds__(256, 2)
       partial += __shfl_xor_sync(0xffffffffu, partial, offset);
     const unsigned row = m0 + Loop::row_of(r);
     if (threadIdx.x % Loop::T::COLS == 0 && row < m)
-      y[row] = pp_act_apply(out_act, partial + bias1);
+      y[row] = pp::activate<OUT>(out_act, partial + bias1);
   }
 }
 
+template <int BN, int HIDDEN, int OUT>
+cudaError_t
+launch_act(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
+           uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
+           const float *b1, pp_act out_act, float *y)
+{
+  constexpr int BM = 256 * 64 / BN;
+  if (d > BN)
+    return cudaErrorInvalidValue;
+  mlp_fused<BN, HIDDEN, OUT><<<(m + BM - 1) / BM, 256, 0, stream>>>(*x, m, k, w0t, ldw, b0, d,
+                                                                    hidden_act, w1, b1, out_act, y);
+  return cudaGetLastError();
+}
+
+template <int BN, int HIDDEN>
+cudaError_t
+launch_out(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
+           uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
+           const float *b1, pp_act out_act, float *y)
+{
+  switch (pp::act_code(out_act)) {
+    case PP_ACT_IDENTITY:
+      return launch_act<BN, HIDDEN, PP_ACT_IDENTITY>(stream, x, m, k, w0t, ldw, b0, d, hidden_act,
+                                                     w1, b1, out_act, y);
+    case PP_ACT_RELU:
+      return launch_act<BN, HIDDEN, PP_ACT_RELU>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1,
+                                                 b1, out_act, y);
+    default:
+      return launch_act<BN, HIDDEN, pp::ACT_ANY>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1,
+                                                 b1, out_act, y);
+  }
+}
+
+/* Nine instantiations per tile: hidden and output activation each as
+ * identity, ReLU or any (activation.cuh). */
 template <int BN>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
        uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
        const float *b1, pp_act out_act, float *y)
 {
-  constexpr int BM = 256 * 64 / BN;
-  if (d > BN)
-    return cudaErrorInvalidValue;
-  mlp_fused<BN><<<(m + BM - 1) / BM, 256, 0, stream>>>(*x, m, k, w0t, ldw, b0, d, hidden_act, w1,
-                                                       b1, out_act, y);
-  return cudaGetLastError();
+  switch (pp::act_code(hidden_act)) {
+    case PP_ACT_IDENTITY:
+      return launch_out<BN, PP_ACT_IDENTITY>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1,
+                                             out_act, y);
+    case PP_ACT_RELU:
+      return launch_out<BN, PP_ACT_RELU>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1,
+                                         out_act, y);
+    default:
+      return launch_out<BN, pp::ACT_ANY>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1,
+                                         out_act, y);
+  }
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 # racecheck), and the benchmark. Logs go to $LOGS (default ./gpu-logs).
 #
 #   tools/gpu-check.sh [tests] [sanitize] [bench] [bench-completion]
+#   SANITIZE_ELEMENT_FILTER='test_generated*' BENCH_ARGS='--workloads deep' ...
 # With no arguments: all but bench-completion.
 set -uo pipefail
 LOGS=${LOGS:-$PWD/gpu-logs}
@@ -37,7 +38,9 @@ for step in "${steps[@]}"; do
         done
       done
       echo "== compute-sanitizer --tool memcheck: cudamlp element tests on the GPU"
-      PP_TEST_BACKEND=cuda G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
+      # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the whole file takes long under memcheck.
+      env PP_TEST_BACKEND=cuda G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
+        ${SANITIZE_ELEMENT_FILTER:+PP_TEST_FILTER=$SANITIZE_ELEMENT_FILTER} \
         compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/elements/test_cudamlp" \
         > "$LOGS/sanitize-memcheck-elements.log" 2>&1
       rc=$?

@@ -1,0 +1,40 @@
+/* Activations as a kernel's template parameter: identity and ReLU (the
+ * common cases, and the seed's) compile to nothing or one max, so the
+ * tiled kernels keep their registers; every other kind goes through
+ * pp_act_apply's switch. Compiled into every launch, that switch's
+ * erff/expf/tanhf code made the 128×128 GEMM spill 84 bytes instead of 8
+ * and cost hd 25% (own 146.5 µs instead of 116.1, fused 138.1 instead of
+ * 108.5; H100, pingpong-bench, 2026-11-22). */
+#ifndef PP_ACTIVATION_CUH
+#define PP_ACTIVATION_CUH
+
+#include "activation.h"
+
+namespace pp
+{
+
+/* The template codes: a kind, or ACT_ANY for "look at pp_act at run time". */
+constexpr int ACT_ANY = PP_N_ACTS;
+
+template <int A>
+__device__ __forceinline__ float
+activate(pp_act act, float x)
+{
+  if constexpr (A == PP_ACT_IDENTITY)
+    return x;
+  else if constexpr (A == PP_ACT_RELU)
+    return fmaxf(x, 0.f);
+  else
+    return pp_act_apply(act, x);
+}
+
+/* The template code for `act`. */
+inline int
+act_code(pp_act act)
+{
+  return act.kind == PP_ACT_IDENTITY || act.kind == PP_ACT_RELU ? (int) act.kind : ACT_ANY;
+}
+
+} // namespace pp
+
+#endif
