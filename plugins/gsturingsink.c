@@ -176,7 +176,9 @@ gst_uring_sink_start(GstBaseSink *bsink)
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                         ("io_uring is not available; writing with pwrite."), ("%s", fallback));
   self->registrar = gst_pp_registrar_new(self->io);
-  gst_pp_ring_init(&self->writes, sizeof(GstUringWrite), opts.queue_depth);
+  /* A pipe takes writes in the order they run: one at a time. */
+  gst_pp_ring_init(&self->writes, sizeof(GstUringWrite),
+                   pp_io_is_stream(self->io) ? 1 : opts.queue_depth);
   /* Appends go after what is there (pp_io places them); the rest from 0. */
   self->position = 0;
   self->stat_writes = self->stat_bytes = 0;

@@ -102,12 +102,22 @@ get_buffer(GstUringSrc *self, guint size, GstBuffer **out)
   return flow;
 }
 
-/* Keeps queue-depth reads in flight ahead of what downstream asked for. */
+/* Whether another read may be queued: queue-depth reads of a file ahead of
+ * what downstream asked for; one at a time of a stream, whose reads take
+ * bytes in the order they run. */
+static gboolean
+may_read_ahead(GstUringSrc *self)
+{
+  if (self->stream)
+    return self->reads.count == 0 && !self->stream_ended;
+  return self->reads.count < self->reads.size && self->read_pos < self->file_size;
+}
+
 static GstFlowReturn
 read_ahead(GstUringSrc *self)
 {
-  while (self->reads.count < self->reads.size && self->read_pos < self->file_size) {
-    guint len = MIN(self->block, self->file_size - self->read_pos);
+  while (may_read_ahead(self)) {
+    guint len = self->stream ? self->block : MIN(self->block, self->file_size - self->read_pos);
     if (self->direct)
       len = align_up(len, PP_IO_DIRECT_ALIGN); /* reads past the end come back short */
     GstBuffer *buffer;
@@ -139,17 +149,19 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
   GstUringSrc *self = GST_URING_SRC(bsrc);
   (void) size; /* reads are `block` bytes; basesrc only clamps the last one */
 
-  if (offset != self->expected) { /* a seek: the read-ahead is for elsewhere */
+  if (!self->stream && offset != self->expected) { /* a seek: the read-ahead is for elsewhere */
     cancel_reads(self);
     self->read_pos = offset;
   }
-  if (offset >= self->file_size)
+  if (!self->stream && offset >= self->file_size)
     return GST_FLOW_EOS;
   GstFlowReturn flow = read_ahead(self);
   if (flow != GST_FLOW_OK)
     return flow;
 
   GstUringRead *r = gst_pp_ring_pop(&self->reads);
+  if (!r) /* a stream whose writer closed */
+    return GST_FLOW_EOS;
   ssize_t result;
   pp_io_wait(self->io, r, &result);
   GstBuffer *buffer = gst_buffer_ref(r->buffer);
@@ -160,7 +172,8 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
                       ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
     return GST_FLOW_ERROR;
   }
-  if (result == 0) {
+  if (result == 0) { /* the end of the file, or the stream's writer closed */
+    self->stream_ended = self->stream;
     gst_buffer_unref(buffer);
     return GST_FLOW_EOS;
   }
@@ -175,6 +188,11 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
   self->expected = offset + result;
   self->stat_reads++;
   self->stat_bytes += result;
+  /* A stream's next read runs while downstream takes this one. */
+  if (self->stream && (flow = read_ahead(self)) != GST_FLOW_OK) {
+    gst_buffer_unref(buffer);
+    return flow;
+  }
   *out = buffer;
   return GST_FLOW_OK;
 }
@@ -309,11 +327,13 @@ gst_uring_src_start(GstBaseSrc *bsrc)
   self->registrar = gst_pp_registrar_new(self->io);
   gst_pp_ring_init(&self->reads, sizeof(GstUringRead), opts.queue_depth);
   self->file_size = pp_io_file_size(self->io);
+  self->stream = pp_io_is_stream(self->io);
+  self->stream_ended = FALSE;
   self->read_pos = self->expected = 0;
   self->stat_reads = self->stat_bytes = self->stat_registered = 0;
-  GST_INFO_OBJECT(self, "%" G_GUINT64_FORMAT " bytes, %u-byte reads, %u in flight, %s",
-                  self->file_size, self->block, self->queue_depth,
-                  fallback ? fallback : "io_uring");
+  GST_INFO_OBJECT(self, "%s%" G_GUINT64_FORMAT " bytes, %u-byte reads, %u in flight, %s",
+                  self->stream ? "a stream, " : "", self->file_size, self->block,
+                  self->stream ? 1 : self->queue_depth, fallback ? fallback : "io_uring");
   return TRUE;
 }
 
@@ -335,8 +355,8 @@ static gboolean
 gst_uring_src_get_size(GstBaseSrc *bsrc, guint64 *size)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  if (!self->io)
-    return FALSE;
+  if (!self->io || self->stream)
+    return FALSE; /* a stream's size is unknown */
   *size = self->file_size;
   return TRUE;
 }
@@ -344,8 +364,8 @@ gst_uring_src_get_size(GstBaseSrc *bsrc, guint64 *size)
 static gboolean
 gst_uring_src_is_seekable(GstBaseSrc *bsrc)
 {
-  (void) bsrc;
-  return TRUE;
+  GstUringSrc *self = GST_URING_SRC(bsrc);
+  return self->io && !self->stream;
 }
 
 /* ---- GObject ------------------------------------------------------------------------- */

@@ -34,6 +34,10 @@ struct _GstUringSrc {
   pp_io *io;
   GstPpRegistrar *registrar;
   guint64 file_size;
+  /* A FIFO, pipe, character device or stdin: no size, no seeking, one read
+   * in flight at a time (in order), EOS when the writer closes. */
+  gboolean stream;
+  gboolean stream_ended;
   GstPpRing reads;  /* GstUringRead, oldest first */
   guint64 read_pos; /* where the next read-ahead starts */
   guint64 expected; /* the offset create() should be asked for next */

@@ -36,7 +36,10 @@ struct pp_io {
   int fd;
   pp_io_access access;
   bool direct;
-  uint64_t size;      /* at open */
+  /* A FIFO, pipe, character device or socket: no size, no offsets; reads
+   * take what comes next (read(), or io_uring at offset -1). */
+  bool stream;
+  uint64_t size;      /* at open; 0 for a stream */
   uint64_t append_at; /* next offset of an append */
   unsigned depth, in_flight;
   request *reqs;
@@ -68,6 +71,11 @@ open_file(pp_io *io, const char *path, char **msg)
   flags |= io->access == PP_IO_READ    ? O_RDONLY
            : io->access == PP_IO_WRITE ? O_WRONLY | O_CREAT | O_TRUNC
                                        : O_WRONLY | O_CREAT;
+  struct stat st;
+  /* O_DIRECT on a pipe fails open() with a bare EINVAL: say why first. */
+  if (io->direct && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) &&
+      !S_ISDIR(st.st_mode))
+    return fail(msg, EINVAL, "O_DIRECT needs a regular file or a block device, not a stream");
   io->fd = open(path, flags, 0666);
   if (io->fd < 0) {
     const int err = errno;
@@ -75,12 +83,14 @@ open_file(pp_io *io, const char *path, char **msg)
       return fail(msg, err, "the file system refuses O_DIRECT");
     return fail(msg, err, "cannot open");
   }
-  struct stat st;
   if (fstat(io->fd, &st) < 0)
     return fail(msg, errno, "cannot stat");
   if (S_ISDIR(st.st_mode))
     return fail(msg, EISDIR, "cannot read");
-  io->size = st.st_size;
+  io->stream = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+  if (io->stream && io->direct)
+    return fail(msg, EINVAL, "O_DIRECT needs a regular file or a block device, not a stream");
+  io->size = io->stream ? 0 : (uint64_t) st.st_size;
   io->append_at = io->access == PP_IO_APPEND ? io->size : 0;
   return 0;
 }
@@ -182,8 +192,11 @@ transfer_sync(pp_io *io, request *r)
     uint8_t *p = r->buf + r->transferred;
     const size_t n = r->len - r->transferred;
     const off_t off = r->offset + r->transferred;
-    const ssize_t got =
-        io->access == PP_IO_READ ? pread(io->fd, p, n, off) : pwrite(io->fd, p, n, off);
+    ssize_t got;
+    if (io->stream)
+      got = io->access == PP_IO_READ ? read(io->fd, p, n) : write(io->fd, p, n);
+    else
+      got = io->access == PP_IO_READ ? pread(io->fd, p, n, off) : pwrite(io->fd, p, n, off);
     if (got < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
     if (got < 0) {
@@ -209,7 +222,8 @@ queue_request(pp_io *io, request *r)
     return -EBUSY;
   uint8_t *p = r->buf + r->transferred;
   const unsigned n = r->len - r->transferred;
-  const uint64_t off = r->offset + r->transferred;
+  /* -1: the file's current position, all a stream has. */
+  const uint64_t off = io->stream ? (uint64_t) -1 : r->offset + r->transferred;
   if (io->access == PP_IO_READ) {
     if (r->fixed >= 0)
       io_uring_prep_read_fixed(sqe, io->fd, p, n, off, r->fixed);
@@ -361,7 +375,7 @@ pp_io_sync(pp_io *io, char **msg)
   }
   if (first_error < 0)
     return fail(msg, -first_error, "a transfer failed");
-  if (io->access != PP_IO_READ && fsync(io->fd) < 0)
+  if (io->access != PP_IO_READ && !io->stream && fsync(io->fd) < 0) /* a pipe has no disk */
     return fail(msg, errno, "fsync failed");
   return 0;
 }
@@ -370,6 +384,12 @@ uint64_t
 pp_io_file_size(pp_io *io)
 {
   return io->size;
+}
+
+bool
+pp_io_is_stream(const pp_io *io)
+{
+  return io->stream;
 }
 
 const char *

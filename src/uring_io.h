@@ -63,7 +63,13 @@ int pp_io_sync(pp_io *io, char **msg);
 /* Waits for every request in flight and closes. */
 void pp_io_close(pp_io *io);
 
+/* The size at open; 0 for a stream. */
 uint64_t pp_io_file_size(pp_io *io);
+
+/* A FIFO, pipe, character device (or socket): read or written in order at
+ * its current position, with no size and no offsets (theirs are ignored);
+ * a read is done when it has its length or the writer closed. */
+bool pp_io_is_stream(const pp_io *io);
 /* NULL when io_uring is in use, else why not. */
 const char *pp_io_fallback(const pp_io *io);
 
