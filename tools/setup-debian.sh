@@ -24,6 +24,7 @@ packages=(
   liburing-dev libcmocka-dev
   python3 python3-venv python3-pip python3-numpy python3-torch
   clang-format
+  clang libclang-rt-14-dev  # the model loader's libFuzzer target (tests/fuzz)
 )
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
