@@ -24,44 +24,12 @@
 
 #include "cudainput.h"
 #include "cudamlpenums.h"
+#include "cudamlpprops.h"
 #include "gstpinnedallocator.h"
 #include "tensorcaps.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_mlp_debug);
 #define GST_CAT_DEFAULT gst_cuda_mlp_debug
-
-#define DEFAULT_SLOTS 2
-#define DEFAULT_MAPPING PP_MAPPING_ROWS
-#define DEFAULT_PATCH_SIZE 16
-#define DEFAULT_HIDDEN_SIZE 1024
-#define DEFAULT_OUTPUTS 1
-#define DEFAULT_ACTIVATION PP_HIDDEN_AUTO
-#define DEFAULT_COLOR PP_COLOR_RGB
-#define DEFAULT_BACKEND PP_BACKEND_AUTO
-#define DEFAULT_DEVICE_ID 0
-#define DEFAULT_PRECISION PP_PRECISION_FP32
-/* Measured faster on the H100 host: docs/PERFORMANCE.md, "Completion". */
-#define DEFAULT_COMPLETION PP_COMPLETION_EVENT_THREAD
-
-enum {
-  PROP_0,
-  PROP_MODEL,
-  PROP_SLOTS,
-  PROP_MAPPING,
-  PROP_PATCH_SIZE,
-  PROP_HIDDEN_SIZE,
-  PROP_HIDDEN_SIZES,
-  PROP_OUTPUTS,
-  PROP_LAYERS,
-  PROP_HIDDEN_ACTIVATION,
-  PROP_COLOR,
-  PROP_BACKEND,
-  PROP_DEVICE_ID,
-  PROP_PRECISION,
-  PROP_COMPLETION,
-  PROP_STATS,
-  N_PROPS,
-};
 
 static GParamSpec *properties[N_PROPS];
 
@@ -812,120 +780,13 @@ gst_cuda_mlp_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
 /* ---- GObject ------------------------------------------------------------ */
 
 static void
-gst_cuda_mlp_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-  GstCudaMlp *self = GST_CUDA_MLP(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_free(self->model_path);
-      self->model_path = g_value_dup_string(value);
-      break;
-    case PROP_SLOTS:
-      self->slots = g_value_get_uint(value);
-      break;
-    case PROP_MAPPING:
-      self->mapping = g_value_get_enum(value);
-      break;
-    case PROP_PATCH_SIZE:
-      self->patch_size = g_value_get_uint(value);
-      break;
-    case PROP_HIDDEN_SIZES:
-      g_free(self->hidden_sizes);
-      self->hidden_sizes = g_value_dup_string(value);
-      break;
-    case PROP_LAYERS:
-      g_free(self->layers);
-      self->layers = g_value_dup_string(value);
-      break;
-    case PROP_HIDDEN_SIZE:
-      self->hidden_size = g_value_get_uint(value);
-      break;
-    case PROP_OUTPUTS:
-      self->outputs = g_value_get_uint(value);
-      break;
-    case PROP_HIDDEN_ACTIVATION:
-      self->hidden_activation = g_value_get_enum(value);
-      break;
-    case PROP_COLOR:
-      self->color = g_value_get_enum(value);
-      break;
-    case PROP_BACKEND:
-      self->backend_options.kind = g_value_get_enum(value);
-      break;
-    case PROP_DEVICE_ID:
-      self->backend_options.device_id = g_value_get_int(value);
-      break;
-    case PROP_PRECISION:
-      self->backend_options.precision = g_value_get_enum(value);
-      break;
-    case PROP_COMPLETION:
-      self->backend_options.completion = g_value_get_enum(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK(self);
-}
-
-static void
 gst_cuda_mlp_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstCudaMlp *self = GST_CUDA_MLP(object);
-  if (prop_id == PROP_STATS) {
+  if (prop_id == PROP_STATS)
     g_value_take_boxed(value, build_stats(self));
-    return;
-  }
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, self->model_path);
-      break;
-    case PROP_SLOTS:
-      g_value_set_uint(value, self->slots);
-      break;
-    case PROP_MAPPING:
-      g_value_set_enum(value, self->mapping);
-      break;
-    case PROP_PATCH_SIZE:
-      g_value_set_uint(value, self->patch_size);
-      break;
-    case PROP_HIDDEN_SIZES:
-      g_value_set_string(value, self->hidden_sizes);
-      break;
-    case PROP_LAYERS:
-      g_value_set_string(value, self->layers);
-      break;
-    case PROP_HIDDEN_SIZE:
-      g_value_set_uint(value, self->hidden_size);
-      break;
-    case PROP_OUTPUTS:
-      g_value_set_uint(value, self->outputs);
-      break;
-    case PROP_HIDDEN_ACTIVATION:
-      g_value_set_enum(value, self->hidden_activation);
-      break;
-    case PROP_COLOR:
-      g_value_set_enum(value, self->color);
-      break;
-    case PROP_BACKEND:
-      g_value_set_enum(value, self->backend_options.kind);
-      break;
-    case PROP_DEVICE_ID:
-      g_value_set_int(value, self->backend_options.device_id);
-      break;
-    case PROP_PRECISION:
-      g_value_set_enum(value, self->backend_options.precision);
-      break;
-    case PROP_COMPLETION:
-      g_value_set_enum(value, self->backend_options.completion);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  else
+    gst_cuda_mlp_get_config(self, prop_id, value, pspec);
 }
 
 static void
@@ -940,92 +801,24 @@ gst_cuda_mlp_finalize(GObject *object)
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-#define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
-
 static void
 gst_cuda_mlp_class_init(GstCudaMlpClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
-  object_class->set_property = gst_cuda_mlp_set_property;
+  object_class->set_property = gst_cuda_mlp_set_config;
   object_class->get_property = gst_cuda_mlp_get_property;
   object_class->finalize = gst_cuda_mlp_finalize;
 
-  properties[PROP_MODEL] = g_param_spec_string(
-      "model", "Model",
-      "safetensors file of an nn.Sequential of 1 to 8 nn.Linear layers and activations (F32, F16 "
-      "or BF16), best written by tools/pingpong-export, which records the activations; see the "
-      "layers property for files without that record. Unset: deterministic weights generated "
-      "from K and layers, or hidden-size/hidden-sizes and outputs",
-      NULL, CONFIG_FLAGS);
-  properties[PROP_SLOTS] = g_param_spec_uint(
-      "slots", "Slots",
-      "Frames in flight: each slot has its own pinned buffers and stream (2 = ping-pong; 3 lets "
-      "upload, compute and download all overlap)",
-      1, PP_MAX_SLOTS, DEFAULT_SLOTS, CONFIG_FLAGS);
-  properties[PROP_MAPPING] =
-      g_param_spec_enum("mapping", "Mapping", "How a video frame becomes the N×K input matrix X",
-                        GST_TYPE_CUDA_MLP_MAPPING, DEFAULT_MAPPING, CONFIG_FLAGS);
-  properties[PROP_PATCH_SIZE] = g_param_spec_uint("patch-size", "Patch size",
-                                                  "Side p of the square patches of mapping=patches",
-                                                  1, 4096, DEFAULT_PATCH_SIZE, CONFIG_FLAGS);
-  properties[PROP_HIDDEN_SIZE] =
-      g_param_spec_uint("hidden-size", "Hidden size",
-                        "Hidden units D of generated weights (ignored with a model file)", 1, 65536,
-                        DEFAULT_HIDDEN_SIZE, CONFIG_FLAGS);
-  properties[PROP_HIDDEN_SIZES] = g_param_spec_string(
-      "hidden-sizes", "Hidden sizes",
-      "Widths of the hidden layers of generated weights, e.g. \"512,256,64\" for four Linear "
-      "layers (hidden-activation between them, ReLU at the end); unset: one, of hidden-size",
-      NULL, CONFIG_FLAGS);
-  properties[PROP_LAYERS] = g_param_spec_string(
-      "layers", "Layers",
-      "The model's Linear layers and activations in order, e.g. \"linear, gelu, linear\" or "
-      "\"linear(192,512), leaky_relu(0.1), linear(512,1)\". Modules: linear[(IN,OUT)], relu, "
-      "leaky_relu[(SLOPE)], gelu, gelu_tanh, silu, sigmoid, tanh, identity; at most one "
-      "activation after each Linear. Overrides the model file's own description; a file with "
-      "neither runs as Linear, [ReLU,] Linear, ReLU with a warning. Without a model file it "
-      "shapes the generated weights (every Linear then needs its widths)",
-      NULL, CONFIG_FLAGS);
-  properties[PROP_OUTPUTS] = g_param_spec_uint(
-      "outputs", "Outputs", "Outputs O per sample of generated weights (ignored with a model file)",
-      1, 65536, DEFAULT_OUTPUTS, CONFIG_FLAGS);
-  properties[PROP_HIDDEN_ACTIVATION] = g_param_spec_enum(
-      "hidden-activation", "Hidden activation",
-      "Activation between the layers of generated weights and of a model file that describes "
-      "no activations (auto: for a file, ReLU when the Linear layers' indices are two apart)",
-      GST_TYPE_CUDA_MLP_ACTIVATION, DEFAULT_ACTIVATION, CONFIG_FLAGS);
-  properties[PROP_COLOR] = g_param_spec_enum(
-      "color", "Color",
-      "What the model sees of a pixel: R,G,B (YUV frames are converted on the GPU) or luma alone",
-      GST_TYPE_CUDA_MLP_COLOR, DEFAULT_COLOR, CONFIG_FLAGS);
-  properties[PROP_BACKEND] =
-      g_param_spec_enum("backend", "Backend", "Where the MLP runs", GST_TYPE_CUDA_MLP_BACKEND,
-                        DEFAULT_BACKEND, CONFIG_FLAGS);
-  properties[PROP_DEVICE_ID] =
-      g_param_spec_int("device-id", "Device ID", "CUDA device to run on (backend=cuda or auto)", 0,
-                       G_MAXINT, DEFAULT_DEVICE_ID, CONFIG_FLAGS);
-  properties[PROP_PRECISION] = g_param_spec_enum(
-      "precision", "Precision", "Arithmetic of the GEMMs on the GPU (the CPU always uses fp32)",
-      GST_TYPE_CUDA_MLP_PRECISION, DEFAULT_PRECISION, CONFIG_FLAGS);
-  properties[PROP_COMPLETION] =
-      g_param_spec_enum("completion", "Completion", "How the GPU tells the element a frame is done",
-                        GST_TYPE_CUDA_MLP_COMPLETION, DEFAULT_COMPLETION, CONFIG_FLAGS);
-  properties[PROP_STATS] = g_param_spec_boxed(
-      "stats", "Statistics",
-      "Backend and how it runs frames (detail: MLP path, loads, completion, graphs), frames "
-      "done, per-frame latency through the element (mean over all frames; p50, p99 over the "
-      "last 4096) in microseconds, mean GPU stage times (sampled), staged (copied) inputs, and "
-      "where latency goes: the submit call, submit to completion, completion to push",
-      GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_properties(object_class, N_PROPS, properties);
+  gst_cuda_mlp_install_properties(object_class, properties);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
       element_class, "CUDA MLP", "Filter/Converter/Video",
-      "Runs a two-layer perceptron on every frame with several frames in flight on the GPU",
+      "Runs a multi-layer perceptron (an nn.Sequential of Linear layers and activations) on every "
+      "frame with several frames in flight on the GPU",
       "pingpong developers");
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_mlp_change_state);
   element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_mlp_set_context);
@@ -1057,19 +850,7 @@ gst_cuda_mlp_init(GstCudaMlp *self)
   gst_pad_use_fixed_caps(self->srcpad);
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 
-  self->slots = DEFAULT_SLOTS;
-  self->mapping = DEFAULT_MAPPING;
-  self->patch_size = DEFAULT_PATCH_SIZE;
-  self->hidden_size = DEFAULT_HIDDEN_SIZE;
-  self->outputs = DEFAULT_OUTPUTS;
-  self->hidden_activation = DEFAULT_ACTIVATION;
-  self->color = DEFAULT_COLOR;
-  self->backend_options = (pp_backend_options){
-    .kind = DEFAULT_BACKEND,
-    .device_id = DEFAULT_DEVICE_ID,
-    .precision = DEFAULT_PRECISION,
-    .completion = DEFAULT_COMPLETION,
-  };
+  gst_cuda_mlp_init_config(self);
   self->srcresult = GST_FLOW_FLUSHING;
   self->frame_duration = GST_CLOCK_TIME_NONE;
 }
