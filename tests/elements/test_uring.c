@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "piperun.h"
 #include "testutil.h"
 
 static uint64_t seed;
@@ -34,38 +35,6 @@ make_file(const char *path, size_t size)
   test_rng_fill_bytes(&rng, data, size);
   assert_true(g_file_set_contents(path, (char *) data, size, NULL));
   return data;
-}
-
-/* Runs `desc` to EOS (or error); returns the error text, if any. */
-static gchar *
-run(const char *desc, GstElement **keep)
-{
-  GError *err = NULL;
-  GstElement *pipeline = gst_parse_launch(desc, &err);
-  if (!pipeline || err)
-    fail_msg("%s: %s", desc, err ? err->message : "?");
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  assert_non_null(msg);
-  gchar *text = NULL;
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-    GError *e = NULL;
-    gchar *debug = NULL;
-    gst_message_parse_error(msg, &e, &debug);
-    text = g_strdup_printf("%s | %s", e->message, debug ? debug : "");
-    g_error_free(e);
-    g_free(debug);
-  }
-  gst_message_unref(msg);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(bus);
-  if (keep)
-    *keep = pipeline;
-  else
-    gst_object_unref(pipeline);
-  return text;
 }
 
 static void
@@ -100,7 +69,7 @@ test_round_trips(void **state)
     g_autofree gchar *desc =
         g_strdup_printf("uringsrc location=%s blocksize=65536 %s ! uringsink location=%s %s", in,
                         cases[i].src, out, cases[i].sink);
-    g_autofree gchar *error = run(desc, NULL);
+    g_autofree gchar *error = test_run_pipeline(desc, NULL);
     if (error && strstr(error, "O_DIRECT")) {
       print_message("O_DIRECT refused here: %s\n", error);
       continue;
@@ -128,7 +97,7 @@ test_append_and_eos_with_writes_in_flight(void **state)
       "uringsrc location=%s blocksize=4096 queue-depth=2 ! uringsink location=%s append=true "
       "queue-depth=64",
       in, out);
-  g_autofree gchar *error = run(desc, NULL);
+  g_autofree gchar *error = test_run_pipeline(desc, NULL);
   assert_null(error);
   gchar *got;
   gsize len;
@@ -148,26 +117,27 @@ test_errors(void **state)
   (void) state;
   g_autofree char *in = path_of("in3.bin");
   g_free(make_file(in, 100000));
-  gchar *error = run("uringsrc location=/nonexistent/file ! fakesink", NULL);
+  gchar *error = test_run_pipeline("uringsrc location=/nonexistent/file ! fakesink", NULL);
   assert_non_null(strstr(error, "Could not open file \"/nonexistent/file\" for reading."));
   assert_non_null(strstr(error, "No such file or directory"));
   g_free(error);
   g_autofree gchar *dir_desc = g_strdup_printf("uringsrc location=%s ! fakesink", dir);
-  error = run(dir_desc, NULL);
+  error = test_run_pipeline(dir_desc, NULL);
   assert_non_null(strstr(error, "is a directory"));
   g_free(error);
   g_autofree gchar *full =
       g_strdup_printf("uringsrc location=%s ! uringsink location=/dev/full", in);
-  error = run(full, NULL);
+  error = test_run_pipeline(full, NULL);
   assert_non_null(error);
   assert_non_null(strstr(error, "No space left"));
   g_free(error);
-  error = run("fakesrc num-buffers=1 ! uringsink location=/nonexistent/dir/out", NULL);
+  error =
+      test_run_pipeline("fakesrc num-buffers=1 ! uringsink location=/nonexistent/dir/out", NULL);
   assert_non_null(strstr(error, "for writing"));
   g_free(error);
   g_autofree gchar *odd =
       g_strdup_printf("uringsrc location=%s blocksize=1000 direct=true ! fakesink", in);
-  error = run(odd, NULL);
+  error = test_run_pipeline(odd, NULL);
   assert_non_null(strstr(error, "multiple of 4096"));
   g_free(error);
   g_unlink(in);
@@ -182,7 +152,7 @@ test_forced_fallback_reports_pread(void **state)
   g_autofree gchar *desc =
       g_strdup_printf("uringsrc name=src location=%s io-mode=sync ! fakesink", in);
   GstElement *pipeline = NULL;
-  g_autofree gchar *error = run(desc, &pipeline);
+  g_autofree gchar *error = test_run_pipeline(desc, &pipeline);
   assert_null(error);
   GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
   gst_element_set_state(pipeline, GST_STATE_PAUSED); /* stats live while started */
@@ -376,7 +346,7 @@ test_staging_is_counted(void **state)
                       "cudamlp name=mlp backend=cuda ! fakesink",
                       in);
   GstElement *pipeline = NULL;
-  g_autofree gchar *error = run(desc, &pipeline);
+  g_autofree gchar *error = test_run_pipeline(desc, &pipeline);
   assert_null(error);
   GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
   GstStructure *stats;

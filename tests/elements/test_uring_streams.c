@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "piperun.h"
 #include "testutil.h"
 
 #define SIZE 1000000
@@ -56,25 +57,9 @@ writer_main(gpointer p)
 static void
 run(const char *desc)
 {
-  GError *err = NULL;
-  GstElement *pipeline = gst_parse_launch(desc, &err);
-  if (!pipeline || err)
-    fail_msg("%s: %s", desc, err ? err->message : "?");
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  assert_non_null(msg);
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-    GError *e = NULL;
-    gchar *debug = NULL;
-    gst_message_parse_error(msg, &e, &debug);
-    fail_msg("%s: %s | %s", desc, e->message, debug);
-  }
-  gst_message_unref(msg);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(pipeline);
+  g_autofree gchar *error = test_run_pipeline(desc, NULL);
+  if (error)
+    fail_msg("%s: %s", desc, error);
 }
 
 static void

@@ -1,0 +1,38 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "piperun.h"
+
+/* Runs `desc` to EOS (or error); returns the error text, if any. */
+gchar *
+test_run_pipeline(const char *desc, GstElement **keep)
+{
+  GError *err = NULL;
+  GstElement *pipeline = gst_parse_launch(desc, &err);
+  if (!pipeline || err)
+    fail_msg("%s: %s", desc, err ? err->message : "?");
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  assert_non_null(msg);
+  gchar *text = NULL;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError *e = NULL;
+    gchar *debug = NULL;
+    gst_message_parse_error(msg, &e, &debug);
+    text = g_strdup_printf("%s | %s", e->message, debug ? debug : "");
+    g_error_free(e);
+    g_free(debug);
+  }
+  gst_message_unref(msg);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  if (keep)
+    *keep = pipeline;
+  else
+    gst_object_unref(pipeline);
+  return text;
+}

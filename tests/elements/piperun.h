@@ -1,0 +1,13 @@
+/* What the io_uring element tests share: running a gst-launch description
+ * to EOS. Include after cmocka.h. */
+#ifndef PP_TEST_PIPERUN_H
+#define PP_TEST_PIPERUN_H
+
+#include <gst/gst.h>
+
+/* Runs `desc` to EOS or an error (60 s at most, else the test fails);
+ * returns the error's text ("message | debug"), NULL at EOS. With `keep`,
+ * the pipeline (in NULL) is handed back for its stats. */
+gchar *test_run_pipeline(const char *desc, GstElement **keep);
+
+#endif
