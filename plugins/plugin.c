@@ -1,5 +1,6 @@
-/* The pingpong plugin: cudamlp, and the io_uring file elements where the
- * build has liburing. */
+/* The pingpong plugin: cudamlp. The io_uring elements are a plugin of their
+ * own (pluginio.c), so a pipeline that only reads files never maps
+ * GStreamer's CUDA library and what it pulls in. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -7,23 +8,14 @@
 #include <gst/gst.h>
 
 #include "gstcudamlp.h"
-#ifdef PP_HAVE_URING
-#include "gsturingsink.h"
-#include "gsturingsrc.h"
-#endif
 
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
-  gboolean ok = GST_ELEMENT_REGISTER(cudamlp, plugin);
-#ifdef PP_HAVE_URING
-  ok &= GST_ELEMENT_REGISTER(uringsrc, plugin);
-  ok &= GST_ELEMENT_REGISTER(uringsink, plugin);
-#endif
-  return ok;
+  return GST_ELEMENT_REGISTER(cudamlp, plugin);
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, pingpong,
                   "Runs a small MLP on every video frame with the GPU's copy and compute engines "
-                  "overlapped, and io_uring file I/O",
+                  "overlapped",
                   plugin_init, PP_VERSION, "LGPL", "pingpong", "https://example.invalid/pingpong")

@@ -3,10 +3,9 @@
 
 #include <errno.h>
 #include <glib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "cuda_host.h"
+#include "host_memory.h"
 
 bool
 pp_backend_have_cuda(void)
@@ -17,33 +16,6 @@ pp_backend_have_cuda(void)
   return false;
 #endif
 }
-
-#ifndef PP_HAVE_CUDA
-int
-pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg)
-{
-  (void) opts;
-  (void) out;
-  *msg = g_strdup("this build of pingpong has no CUDA backend (nvcc was not found when it was "
-                  "built; rebuild with -Dcuda=enabled)");
-  return -ENOTSUP;
-}
-
-int
-pp_cuda_host_register(void *ptr, size_t bytes, char **msg)
-{
-  (void) ptr;
-  (void) bytes;
-  *msg = g_strdup("pinned memory needs the CUDA backend, which this build lacks");
-  return -ENOTSUP;
-}
-
-void
-pp_cuda_host_unregister(void *ptr)
-{
-  (void) ptr;
-}
-#endif
 
 int
 pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, void *data,
@@ -79,24 +51,12 @@ pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, void *d
   return 0;
 }
 
-static size_t
-page_round(size_t size)
-{
-  const size_t page = sysconf(_SC_PAGESIZE);
-  return (size + page - 1) / page * page;
-}
-
 void *
 pp_host_alloc(size_t size, bool pinned, char **msg)
 {
-  const size_t bytes = page_round(size ? size : 1);
-  void *ptr = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ptr == MAP_FAILED) {
-    *msg = g_strdup_printf("cannot map %zu bytes of host memory: %s", bytes, g_strerror(errno));
-    return NULL;
-  }
-  if (pinned && pp_cuda_host_register(ptr, bytes, msg) < 0) {
-    munmap(ptr, bytes);
+  void *ptr = pp_host_map(size, msg);
+  if (ptr && pinned && pp_cuda_host_register(ptr, pp_host_mapped_bytes(size), msg) < 0) {
+    pp_host_unmap(ptr, size);
     return NULL;
   }
   return ptr;
@@ -107,8 +67,7 @@ pp_host_free(void *ptr, size_t size, bool pinned)
 {
   if (!ptr)
     return;
-  const size_t bytes = page_round(size ? size : 1);
   if (pinned)
     pp_cuda_host_unregister(ptr);
-  munmap(ptr, bytes);
+  pp_host_unmap(ptr, size);
 }

@@ -3,6 +3,7 @@
 #include <glib.h>
 
 #include "backend.h"
+#include "cuda_module.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -163,6 +164,17 @@ test_cuda_usable(void)
   pp_backend_options opts = { .kind = PP_BACKEND_CUDA };
   pp_backend *b = NULL;
   char *msg = NULL;
+  /* A module that does not load is a broken build, not a missing GPU:
+   * fail rather than skip, unless the CUDA libraries are hidden on purpose
+   * (tests/without-cuda.sh), where loading must fail. */
+  const bool hidden = g_getenv("PP_TEST_CUDA_LIBS_HIDDEN") != NULL;
+  const bool loads = pp_cuda_module_get(&msg) != NULL;
+  if (pp_backend_have_cuda() && loads == hidden) {
+    fprintf(stderr, "%s\n",
+            loads ? "the CUDA module loads although its libraries are hidden" : msg);
+    exit(1);
+  }
+  g_clear_pointer(&msg, g_free);
   if (pp_backend_cuda_new(&opts, &b, &msg) < 0) {
     fprintf(stderr, "CUDA is not usable here: %s\n", msg);
     g_free(msg);

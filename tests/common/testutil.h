@@ -49,7 +49,9 @@ double test_scaled_error(const float *a, const double *ref, const double *magnit
 uint64_t test_seed(void);
 
 /* True when the CUDA backend can run here; otherwise says why on stderr
- * (GPU tests then exit 77: skipped). */
+ * (GPU tests then exit 77: skipped). Exits the test program with 1 when the
+ * build has CUDA and its module does not load (or loads although
+ * PP_TEST_CUDA_LIBS_HIDDEN says its libraries are hidden). */
 bool test_cuda_usable(void);
 
 /* Fills every float with NaN, so an element a kernel fails to write shows. */

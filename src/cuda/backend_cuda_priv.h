@@ -118,7 +118,18 @@ int pp_blas_fail(char **msg, const char *call, cublasStatus_t status, const char
       return pp_blas_fail(msg, #call, status_, __FILE__, __LINE__);                                \
   } while (0)
 
+/* ---- backend_cuda.c: what module.c puts in the module's table ------------ */
+
+int cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg);
+int cuda_host_register(void *ptr, size_t bytes, char **msg);
+void cuda_host_unregister(void *ptr);
+int cuda_time_stages(pp_backend *b, const void *input, float *output, unsigned reps,
+                     pp_cuda_stage_times *out, char **msg);
+int cuda_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
+
 /* ---- gpu_mlp.c ------------------------------------------------------------ */
+
+const char *cuda_path_name(pp_cuda_path path);
 
 /* Uploads the model's layers (once per model id). */
 int pp_gpu_mlp_load_weights(cuda_backend *b, const pp_model *m, char **msg);

@@ -21,7 +21,7 @@ static const char *const path_names[PP_N_PATHS] = {
 };
 
 const char *
-pp_cuda_path_name(pp_cuda_path path)
+cuda_path_name(pp_cuda_path path)
 {
   return path < PP_N_PATHS ? path_names[path] : "?";
 }

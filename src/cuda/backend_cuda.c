@@ -20,7 +20,7 @@
 #include <sys/prctl.h>
 
 #include "backend_cuda_priv.h"
-#include "cuda_host.h"
+#include "host_memory.h"
 #include "stats.h"
 
 /* Stage times are read back for one frame in this many: reading them costs
@@ -103,16 +103,37 @@ adopt_context(cuda_backend *b, void *context, char **msg)
 /* ---- host memory ---------------------------------------------------------- */
 
 int
-pp_cuda_host_register(void *ptr, size_t bytes, char **msg)
+cuda_host_register(void *ptr, size_t bytes, char **msg)
 {
   CUDA_CHECK(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
   return 0;
 }
 
 void
-pp_cuda_host_unregister(void *ptr)
+cuda_host_unregister(void *ptr)
 {
   cudaHostUnregister(ptr);
+}
+
+/* A slot's staging memory: mapped like the frames' own (host_memory.h). */
+static void *
+staging_alloc(size_t bytes, char **msg)
+{
+  void *ptr = pp_host_map(bytes, msg);
+  if (ptr && cuda_host_register(ptr, pp_host_mapped_bytes(bytes), msg) < 0) {
+    pp_host_unmap(ptr, bytes);
+    return NULL;
+  }
+  return ptr;
+}
+
+static void
+staging_free(void *ptr, size_t bytes)
+{
+  if (ptr) {
+    cudaHostUnregister(ptr);
+    pp_host_unmap(ptr, bytes);
+  }
 }
 
 /* ---- one frame ------------------------------------------------------------ */
@@ -417,8 +438,8 @@ free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
   cudaFree(s->d_h[1]);
   cudaFree(s->d_out);
   cudaFree(s->workspace);
-  pp_host_free(s->staging_in, frame_bytes, true);
-  pp_host_free(s->staging_out, out_bytes, true);
+  staging_free(s->staging_in, frame_bytes);
+  staging_free(s->staging_out, out_bytes);
   memset(s, 0, sizeof *s);
 }
 
@@ -447,8 +468,8 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
     CUDA_CHECK(cudaEventCreate(timing[i]));
   /* The completion waiter sleeps rather than spins on its event. */
   CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_done, cudaEventDisableTiming | cudaEventBlockingSync));
-  if (!(s->staging_in = pp_host_alloc(l->frame_bytes, true, msg)) ||
-      !(s->staging_out = pp_host_alloc(b->out_bytes, true, msg)))
+  if (!(s->staging_in = staging_alloc(l->frame_bytes, msg)) ||
+      !(s->staging_out = staging_alloc(b->out_bytes, msg)))
     return -ENOMEM;
   CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
   if (l->kind != PP_LAYOUT_TENSOR)
@@ -568,7 +589,7 @@ fail:
   return rc;
 }
 
-/* What open_device() and pp_backend_cuda_new() set up, also on their error path. */
+/* What open_device() and cuda_backend_new() set up, also on their error path. */
 static void
 free_backend(cuda_backend *b)
 {
@@ -646,7 +667,7 @@ open_device(cuda_backend *b, int device, void *context, char **msg)
 }
 
 int
-pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg)
+cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
 {
   cuda_backend *b = g_new0(cuda_backend, 1);
   b->base.ops = &cuda_ops;
@@ -717,8 +738,8 @@ ready_to_time(cuda_backend *b, unsigned reps, char **msg)
 }
 
 int
-pp_cuda_time_stages(pp_backend *base, const void *input, float *output, unsigned reps,
-                    pp_cuda_stage_times *out, char **msg)
+cuda_time_stages(pp_backend *base, const void *input, float *output, unsigned reps,
+                 pp_cuda_stage_times *out, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
   int rc = ready_to_time(b, reps, msg);
@@ -733,7 +754,7 @@ pp_cuda_time_stages(pp_backend *base, const void *input, float *output, unsigned
 }
 
 int
-pp_cuda_time_paths(pp_backend *base, unsigned reps, double us[PP_N_PATHS], char **msg)
+cuda_time_paths(pp_backend *base, unsigned reps, double us[PP_N_PATHS], char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
   const int ready = ready_to_time(b, reps, msg);

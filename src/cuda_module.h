@@ -1,0 +1,43 @@
+/* The CUDA backend lives in a module of its own, libpingpong-cuda.so, which
+ * links the CUDA runtime and cuBLASLt; nothing else in pingpong does. The
+ * core opens it (GModule) the first time something needs CUDA: a CUDA
+ * backend, or pinned host memory. A machine without the CUDA libraries
+ * still loads the plugin and runs its CPU backend and io_uring elements,
+ * and a uringsrc alone never maps 200 MB of CUDA libraries.
+ *
+ * The module exports one symbol, PP_CUDA_MODULE_ENTRY, returning this table. */
+#ifndef PP_CUDA_MODULE_H
+#define PP_CUDA_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "backend_cuda.h"
+
+/* Bumped whenever the table or anything it passes changes shape; the core
+ * refuses a module built for another. */
+#define PP_CUDA_MODULE_ABI (100 + PP_BACKEND_ABI)
+#define PP_CUDA_MODULE_ENTRY "pp_cuda_module_entry"
+#define PP_CUDA_MODULE_NAME "libpingpong-cuda.so"
+
+typedef struct {
+  uint32_t abi;
+  int (*backend_new)(const pp_backend_options *opts, pp_backend **out, char **msg);
+  int (*host_register)(void *ptr, size_t bytes, char **msg);
+  void (*host_unregister)(void *ptr);
+  int (*time_stages)(pp_backend *b, const void *input, float *output, unsigned reps,
+                     pp_cuda_stage_times *out, char **msg);
+  int (*time_paths)(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
+  const char *(*path_name)(pp_cuda_path path);
+} pp_cuda_module;
+
+typedef const pp_cuda_module *(*pp_cuda_module_entry_fn)(void);
+
+/* The module, opened on the first call and kept for the life of the
+ * process; NULL with a message that names the file and what the loader
+ * missed (e.g. "libcudart.so.13: cannot open shared object file"). Safe
+ * from any thread. */
+const pp_cuda_module *pp_cuda_module_get(char **msg);
+
+#endif
