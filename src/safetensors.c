@@ -2,12 +2,15 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdbool.h>
 #include <string.h>
-
-#include "json.h"
 
 /* The reference implementation refuses headers above 100 MB. */
 #define MAX_HEADER_BYTES (100u * 1000 * 1000)
+/* A safetensors header nests three deep; json-glib recurses once per level
+ * and has no limit of its own (100,000 levels overflow its stack). */
+#define MAX_NESTING 32
 
 static const struct {
   const char *name;
@@ -40,49 +43,65 @@ set_error(char **msg, const char *fmt, ...)
   return -EINVAL;
 }
 
+/* An integer ≥ 0. json-glib reads integers past 64 bits as -1 or INT64_MIN
+ * (refused here), and one below INT64_MIN as INT64_MAX, which no byte range
+ * or shape below survives. */
 static int
-read_u64(const pp_json *node, uint64_t *value)
+read_u64(JsonNode *node, uint64_t *value)
 {
-  if (!node || node->type != PP_JSON_NUMBER || !node->is_integer || node->integer < 0)
+  if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
+      json_node_get_int(node) < 0)
     return -EINVAL;
-  *value = (uint64_t) node->integer;
+  *value = (uint64_t) json_node_get_int(node);
   return 0;
 }
 
-static int
-parse_tensor(const pp_json *entry, pp_st_tensor *t, char **msg)
+static JsonNode *
+member_of_type(JsonObject *object, const char *name, JsonNodeType type)
 {
-  if (entry->type != PP_JSON_OBJECT)
-    return set_error(msg, "header entry '%s' is not an object", entry->key);
+  JsonNode *node = json_object_get_member(object, name);
+  return node && JSON_NODE_TYPE(node) == type ? node : NULL;
+}
 
-  const pp_json *dtype = pp_json_member(entry, "dtype");
-  const pp_json *shape = pp_json_member(entry, "shape");
-  const pp_json *offsets = pp_json_member(entry, "data_offsets");
-  if (!dtype || dtype->type != PP_JSON_STRING)
+static int
+parse_tensor(JsonNode *entry, pp_st_tensor *t, char **msg)
+{
+  if (!JSON_NODE_HOLDS_OBJECT(entry))
+    return set_error(msg, "header entry '%s' is not an object", t->name);
+
+  JsonObject *object = json_node_get_object(entry);
+  JsonNode *dtype = member_of_type(object, "dtype", JSON_NODE_VALUE);
+  JsonNode *shape_node = member_of_type(object, "shape", JSON_NODE_ARRAY);
+  JsonNode *offsets_node = member_of_type(object, "data_offsets", JSON_NODE_ARRAY);
+  if (!dtype || json_node_get_value_type(dtype) != G_TYPE_STRING)
     return set_error(msg, "tensor '%s' has no \"dtype\" string", t->name);
-  if (!shape || shape->type != PP_JSON_ARRAY)
+  if (!shape_node)
     return set_error(msg, "tensor '%s' has no \"shape\" array", t->name);
-  if (!offsets || offsets->type != PP_JSON_ARRAY || offsets->n_items != 2)
+  JsonArray *offsets = offsets_node ? json_node_get_array(offsets_node) : NULL;
+  if (!offsets || json_array_get_length(offsets) != 2)
     return set_error(msg, "tensor '%s' has no \"data_offsets\" pair", t->name);
 
+  const char *dtype_name = json_node_get_string(dtype);
   unsigned elem_size = 0;
   for (size_t i = 0; i < G_N_ELEMENTS(known_dtypes); i++) {
-    if (strcmp(dtype->string, known_dtypes[i].name) == 0) {
+    if (strcmp(dtype_name, known_dtypes[i].name) == 0) {
       elem_size = known_dtypes[i].size;
       t->dtype = known_dtypes[i].dtype;
     }
   }
   if (!elem_size)
-    return set_error(msg, "tensor '%s' has unknown dtype '%s'", t->name, dtype->string);
-  t->dtype_name = g_strdup(dtype->string);
+    return set_error(msg, "tensor '%s' has unknown dtype '%s'", t->name, dtype_name);
+  t->dtype_name = g_strdup(dtype_name);
 
-  if (shape->n_items > PP_ST_MAX_RANK)
-    return set_error(msg, "tensor '%s' has rank %zu; at most %d is supported", t->name,
-                     shape->n_items, PP_ST_MAX_RANK);
-  t->rank = shape->n_items;
+  JsonArray *shape = json_node_get_array(shape_node);
+  const unsigned rank = json_array_get_length(shape);
+  if (rank > PP_ST_MAX_RANK)
+    return set_error(msg, "tensor '%s' has rank %u; at most %d is supported", t->name, rank,
+                     PP_ST_MAX_RANK);
+  t->rank = rank;
   t->elements = 1;
   for (uint32_t i = 0; i < t->rank; i++) {
-    if (read_u64(shape->items[i], &t->shape[i]) < 0)
+    if (read_u64(json_array_get_element(shape, i), &t->shape[i]) < 0)
       return set_error(msg, "tensor '%s' has a shape entry that is not a non-negative integer",
                        t->name);
     if (t->shape[i] && t->elements > UINT64_MAX / t->shape[i] / elem_size)
@@ -91,8 +110,8 @@ parse_tensor(const pp_json *entry, pp_st_tensor *t, char **msg)
   }
 
   uint64_t begin, end;
-  if (read_u64(offsets->items[0], &begin) < 0 || read_u64(offsets->items[1], &end) < 0 ||
-      end < begin)
+  if (read_u64(json_array_get_element(offsets, 0), &begin) < 0 ||
+      read_u64(json_array_get_element(offsets, 1), &end) < 0 || end < begin)
     return set_error(msg, "tensor '%s' has data_offsets that are not an ordered pair of integers",
                      t->name);
   t->bytes = end - begin;
@@ -163,23 +182,104 @@ out:
 }
 
 static int
-read_metadata(const pp_json *meta, pp_safetensors *st, char **msg)
+read_metadata(JsonNode *node, pp_safetensors *st, char **msg)
 {
-  if (meta->type != PP_JSON_OBJECT)
+  if (!JSON_NODE_HOLDS_OBJECT(node))
     return set_error(msg, "\"__metadata__\" is not an object");
-  if (st->meta_keys)
-    return set_error(msg, "the header has two \"__metadata__\" entries");
-  for (size_t i = 0; i < meta->n_items; i++)
-    if (meta->items[i]->type != PP_JSON_STRING)
-      return set_error(msg, "\"__metadata__\" value '%s' is not a string", meta->items[i]->key);
-  st->meta_keys = g_new0(char *, meta->n_items + 1);
-  st->meta_values = g_new0(char *, meta->n_items + 1);
-  for (size_t i = 0; i < meta->n_items; i++) {
-    st->meta_keys[i] = g_strdup(meta->items[i]->key);
-    st->meta_values[i] = g_strdup(meta->items[i]->string);
+  JsonObject *meta = json_node_get_object(node);
+  g_autoptr(GList) keys = json_object_get_members(meta); /* in file order */
+  for (GList *k = keys; k; k = k->next) {
+    JsonNode *value = json_object_get_member(meta, k->data);
+    if (!JSON_NODE_HOLDS_VALUE(value) || json_node_get_value_type(value) != G_TYPE_STRING)
+      return set_error(msg, "\"__metadata__\" value '%s' is not a string", (char *) k->data);
   }
-  st->n_meta = meta->n_items;
+  const unsigned n = g_list_length(keys);
+  st->meta_keys = g_new0(char *, n + 1);
+  st->meta_values = g_new0(char *, n + 1);
+  unsigned i = 0;
+  for (GList *k = keys; k; k = k->next, i++) {
+    st->meta_keys[i] = g_strdup(k->data);
+    st->meta_values[i] = g_strdup(json_object_get_string_member(meta, k->data));
+  }
+  st->n_meta = n;
   return 0;
+}
+
+/* Refuses nesting deeper than MAX_NESTING before json-glib sees the text.
+ * Brackets inside double-quoted strings do not count. */
+static int
+check_nesting(const char *text, size_t len, char **msg)
+{
+  unsigned depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > MAX_NESTING)
+        return set_error(msg,
+                         "the header is not valid JSON: nested deeper than %d levels at byte %zu",
+                         MAX_NESTING, i);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return 0;
+}
+
+/* json-glib keeps the last of two members with one name, silently; the
+ * format forbids them. Its object-member signal comes after each member
+ * is stored: a count of signals above the object's size is a repeat. */
+typedef struct {
+  GHashTable *seen; /* JsonObject → members signalled so far */
+  char *duplicate;  /* the first name seen twice */
+} duplicate_check;
+
+static void
+on_object_member(JsonParser *parser, JsonObject *object, const char *name, gpointer data)
+{
+  (void) parser;
+  duplicate_check *check = data;
+  const guint count = GPOINTER_TO_UINT(g_hash_table_lookup(check->seen, object)) + 1;
+  g_hash_table_insert(check->seen, object, GUINT_TO_POINTER(count));
+  if (count > json_object_get_size(object) && !check->duplicate)
+    check->duplicate = g_strdup(name);
+}
+
+/* The header's root object, or NULL with a message. */
+static JsonParser *
+parse_header(const char *text, size_t len, char **msg)
+{
+  if (check_nesting(text, len, msg) < 0)
+    return NULL;
+  JsonParser *parser = json_parser_new_immutable();
+  duplicate_check check = { g_hash_table_new(NULL, NULL), NULL };
+  g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &check);
+  GError *error = NULL;
+  const gboolean parsed = json_parser_load_from_data(parser, text, (gssize) len, &error);
+  g_signal_handlers_disconnect_by_data(parser, &check);
+  g_hash_table_destroy(check.seen);
+  JsonNode *root = parsed ? json_parser_get_root(parser) : NULL;
+  bool ok = false;
+  if (!parsed)
+    set_error(msg, "the header is not valid JSON: %s", error->message);
+  else if (check.duplicate)
+    set_error(msg, "the header is not valid JSON: duplicate member name '%s'", check.duplicate);
+  else if (!root || !JSON_NODE_HOLDS_OBJECT(root))
+    set_error(msg, "the header is not a JSON object");
+  else
+    ok = true;
+  g_clear_error(&error);
+  g_free(check.duplicate);
+  if (!ok)
+    g_clear_object(&parser);
+  return parser;
 }
 
 int
@@ -201,28 +301,22 @@ pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char
     return set_error(msg, "the header is %" G_GUINT64_FORMAT " bytes; at most %u are accepted",
                      header_len, MAX_HEADER_BYTES);
 
-  pp_json *root = NULL;
-  char *json_error = NULL;
-  if (pp_json_parse((const char *) file + 8, header_len, &root, &json_error) < 0) {
-    set_error(msg, "the header is not valid JSON: %s", json_error);
-    g_free(json_error);
+  JsonParser *parser = parse_header((const char *) file + 8, header_len, msg);
+  if (!parser)
     return -EINVAL;
-  }
+  JsonObject *root = json_node_get_object(json_parser_get_root(parser));
   pp_safetensors *st = g_new0(pp_safetensors, 1);
   int rc = 0;
-  if (root->type != PP_JSON_OBJECT) {
-    rc = set_error(msg, "the header is not a JSON object");
-    goto out;
-  }
-  st->tensors = g_new0(pp_st_tensor, root->n_items);
-  for (size_t i = 0; i < root->n_items && rc == 0; i++) {
-    const pp_json *entry = root->items[i];
-    if (strcmp(entry->key, "__metadata__") == 0) {
+  g_autoptr(GList) names = json_object_get_members(root); /* in file order */
+  st->tensors = g_new0(pp_st_tensor, g_list_length(names));
+  for (GList *n = names; n && rc == 0; n = n->next) {
+    JsonNode *entry = json_object_get_member(root, n->data);
+    if (strcmp(n->data, "__metadata__") == 0) {
       rc = read_metadata(entry, st, msg);
       continue;
     }
     pp_st_tensor *t = &st->tensors[st->n_tensors++];
-    t->name = g_strdup(entry->key);
+    t->name = g_strdup(n->data);
     rc = parse_tensor(entry, t, msg);
   }
   const uint64_t data_len = len - 8 - header_len;
@@ -233,8 +327,7 @@ pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char
     for (size_t i = 0; i < st->n_tensors; i++)
       st->tensors[i].data = data + st->tensors[i].offset;
   }
-out:
-  pp_json_free(root);
+  g_object_unref(parser);
   if (rc < 0) {
     pp_safetensors_free(st);
     return rc;
