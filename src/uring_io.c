@@ -16,6 +16,8 @@
 #define FIXED_SLOTS 64
 /* Longest single wait for a completion before looking again (see reap_one). */
 #define WAIT_SLICE_S 1
+/* The user data of a ring entry whose submission failed (queue_request). */
+#define ABANDONED UINT64_MAX
 
 typedef struct {
   bool busy, done;
@@ -239,7 +241,16 @@ queue_request(pp_io *io, request *r)
   int rc;
   while ((rc = io_uring_submit(&io->ring)) == -EINTR)
     ;
-  return rc < 0 ? rc : 0;
+  if (rc < 0) {
+    /* The kernel refused the submission (EAGAIN, EBUSY) but the entry stays
+     * in the ring and would go with the next one, for a request the caller
+     * now gives up on, into a buffer it may free. Make it a no-op whose
+     * completion reap_one drops. */
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, ABANDONED);
+    return rc;
+  }
+  return 0;
 }
 #endif
 
@@ -264,9 +275,12 @@ reap_one(pp_io *io)
       return 0;
     if (rc < 0)
       return rc;
-    request *r = &io->reqs[io_uring_cqe_get_data64(cqe)];
+    const uint64_t index = io_uring_cqe_get_data64(cqe);
     const int res = cqe->res;
     io_uring_cqe_seen(&io->ring, cqe);
+    if (index == ABANDONED)
+      return 0;
+    request *r = &io->reqs[index];
     if (res < 0 && res != -EAGAIN && res != -EINTR) {
       complete(io, r, res);
       return 0;
@@ -402,6 +416,39 @@ uint64_t
 pp_io_fixed_transfers(const pp_io *io)
 {
   return io->fixed_transfers;
+}
+
+char *
+pp_io_describe_state(const pp_io *io)
+{
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "fd %d, %s, depth %u, in flight %u", io->fd,
+                         io->fallback ? io->fallback : "io_uring", io->depth, io->in_flight);
+#ifdef PP_HAVE_URING
+  if (io->ring_ready) {
+    const struct io_uring_sq *sq = &io->ring.sq;
+    const struct io_uring_cq *cq = &io->ring.cq;
+    g_string_append_printf(
+        s,
+        "\n  SQ: kernel head %u, kernel tail %u, ours %u..%u, flags 0x%x, "
+        "dropped %u\n  CQ: kernel head %u, kernel tail %u, overflow %u",
+        __atomic_load_n(sq->khead, __ATOMIC_ACQUIRE), __atomic_load_n(sq->ktail, __ATOMIC_ACQUIRE),
+        sq->sqe_head, sq->sqe_tail, __atomic_load_n(sq->kflags, __ATOMIC_ACQUIRE),
+        __atomic_load_n(sq->kdropped, __ATOMIC_ACQUIRE),
+        __atomic_load_n(cq->khead, __ATOMIC_ACQUIRE), __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE),
+        __atomic_load_n(cq->koverflow, __ATOMIC_ACQUIRE));
+  }
+#endif
+  for (unsigned i = 0; i < io->depth; i++) {
+    const request *r = &io->reqs[i];
+    if (r->busy)
+      g_string_append_printf(s,
+                             "\n  request %u: tag %p, %s, %zu of %zu bytes at %" G_GUINT64_FORMAT
+                             ", result %zd, fixed %d",
+                             i, r->tag, r->done ? "done" : "pending", r->transferred, r->len,
+                             r->offset, r->result, r->fixed);
+  }
+  return g_string_free(s, FALSE);
 }
 
 /* ---- registered buffers ------------------------------------------------------ */

@@ -82,6 +82,12 @@ void pp_io_forget_buffer(pp_io *io, void *base);
 /* Transfers so far that used a registered buffer. */
 uint64_t pp_io_fixed_transfers(const pp_io *io);
 
+/* For diagnosing a stuck transfer (tests' watchdog): the ring's submission
+ * and completion queue heads and tails, and each request's state. Reads
+ * them without locking, so call it only where a stale view does no harm.
+ * Free with g_free. */
+char *pp_io_describe_state(const pp_io *io);
+
 /* Reads all of `path` (several reads in flight) into a new buffer (g_free). */
 int pp_read_whole_file(const char *path, uint8_t **bytes, size_t *len, char **msg);
 

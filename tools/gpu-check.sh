@@ -5,6 +5,7 @@
 #
 #   tools/gpu-check.sh [tests] [sanitize] [bench] [bench-completion]
 #   SANITIZE_ELEMENT_FILTER='test_generated*' BENCH_ARGS='--workloads deep' ...
+#   SANITIZE_TOOLS=racecheck (default: memcheck racecheck, for the two CUDA tests)
 # With no arguments: all but bench-completion.
 set -uo pipefail
 LOGS=${LOGS:-$PWD/gpu-logs}
@@ -25,7 +26,7 @@ for step in "${steps[@]}"; do
       grep -q '^Fail: *0' "$LOGS/gpu-suite.log" && grep -q '^Timeout: *0' "$LOGS/gpu-suite.log" || status=1
       ;;
     sanitize)
-      for tool in memcheck racecheck; do
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
         for t in test_cuda_kernels test_cuda_backend; do
           echo "== compute-sanitizer --tool $tool $t"
           PP_GPU_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 \

@@ -14,9 +14,38 @@
 
 #include "testutil.h"
 #include "uring_io.h"
+#include "watchdog.h"
 
 static uint64_t seed;
 static char *dir;
+
+/* The ring the watchdog describes if a test hangs (one CI run once hung in
+ * test_writes_and_append under ASan). */
+static pp_io *watched;
+
+static char *
+describe_watched(void *data)
+{
+  (void) data;
+  return watched ? pp_io_describe_state(watched) : g_strdup("no file open");
+}
+
+static int
+open_watched(const char *path, const pp_io_options *opts, pp_io **io, char **msg)
+{
+  const int rc = pp_io_open(path, opts, io, msg);
+  if (rc == 0)
+    watched = *io;
+  return rc;
+}
+
+static void
+close_watched(pp_io *io)
+{
+  if (io == watched)
+    watched = NULL;
+  pp_io_close(io);
+}
 
 /* A file of `size` random bytes; returns its contents. */
 static uint8_t *
@@ -50,7 +79,7 @@ read_back(const char *path, const uint8_t *want, size_t size, size_t chunk, unsi
   };
   pp_io *io = NULL;
   char *msg = NULL;
-  const int rc = pp_io_open(path, &opts, &io, &msg);
+  const int rc = open_watched(path, &opts, &io, &msg);
   if (rc == -EINVAL && direct) {
     print_message("O_DIRECT refused here (%s): skipped\n", msg);
     g_free(msg);
@@ -82,7 +111,7 @@ read_back(const char *path, const uint8_t *want, size_t size, size_t chunk, unsi
   }
   assert_memory_equal(buf, want, size);
   assert_int_equal(pp_io_in_flight(io), 0);
-  pp_io_close(io);
+  close_watched(io);
   munmap(buf, size + chunk);
 }
 
@@ -117,7 +146,7 @@ test_writes_and_append(void **state)
     pp_io_options opts = { .access = PP_IO_WRITE, .mode = mode, .queue_depth = 8 };
     pp_io *io = NULL;
     char *msg = NULL;
-    assert_int_equal(pp_io_open(path, &opts, &io, &msg), 0);
+    assert_int_equal(open_watched(path, &opts, &io, &msg), 0);
     for (size_t i = 0; i < count; i++) {
       if (pp_io_in_flight(io) == 8) { /* oldest first, as uringsink does */
         ssize_t got;
@@ -128,7 +157,7 @@ test_writes_and_append(void **state)
           pp_io_submit(io, data + i * chunk, chunk, i * chunk, GSIZE_TO_POINTER(i + 1)), 0);
     }
     assert_int_equal(pp_io_sync(io, &msg), 0);
-    pp_io_close(io);
+    close_watched(io);
     gchar *got;
     gsize len;
     assert_true(g_file_get_contents(path, &got, &len, NULL));
@@ -140,10 +169,10 @@ test_writes_and_append(void **state)
   pp_io_options opts = { .access = PP_IO_APPEND, .queue_depth = 4 };
   pp_io *io = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_io_open(path, &opts, &io, &msg), 0);
+  assert_int_equal(open_watched(path, &opts, &io, &msg), 0);
   for (size_t i = 0; i < 4; i++)
     assert_int_equal(pp_io_submit(io, data, 100, 0, GSIZE_TO_POINTER(i + 1)), 0);
-  pp_io_close(io);
+  close_watched(io);
   gchar *got;
   gsize len;
   assert_true(g_file_get_contents(path, &got, &len, NULL));
@@ -161,37 +190,37 @@ test_errors(void **state)
   pp_io_options opts = { .access = PP_IO_READ, .queue_depth = 4 };
   pp_io *io = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_io_open("/nonexistent/file", &opts, &io, &msg), -ENOENT);
+  assert_int_equal(open_watched("/nonexistent/file", &opts, &io, &msg), -ENOENT);
   g_clear_pointer(&msg, g_free);
-  assert_int_equal(pp_io_open(dir, &opts, &io, &msg), -EISDIR);
+  assert_int_equal(open_watched(dir, &opts, &io, &msg), -EISDIR);
   g_clear_pointer(&msg, g_free);
   opts.queue_depth = 0;
-  assert_int_equal(pp_io_open("/dev/null", &opts, &io, &msg), -EINVAL);
+  assert_int_equal(open_watched("/dev/null", &opts, &io, &msg), -EINVAL);
   g_clear_pointer(&msg, g_free);
 
   /* A full device: the write completes with ENOSPC. */
   for (int mode = PP_IO_AUTO; mode <= PP_IO_SYNC; mode += PP_IO_SYNC) {
     pp_io_options w = { .access = PP_IO_APPEND, .mode = mode, .queue_depth = 2 };
-    assert_int_equal(pp_io_open("/dev/full", &w, &io, &msg), 0);
+    assert_int_equal(open_watched("/dev/full", &w, &io, &msg), 0);
     char byte[64] = { 0 };
     assert_int_equal(pp_io_submit(io, byte, sizeof byte, 0, byte), 0);
     ssize_t got;
     assert_int_equal(pp_io_wait(io, byte, &got), 0);
     assert_int_equal(got, -ENOSPC);
     assert_int_equal(pp_io_wait(io, byte, &got), -ENOENT); /* already collected */
-    pp_io_close(io);
+    close_watched(io);
   }
 
   /* O_DIRECT wants aligned buffers, lengths and offsets. */
   char *path;
   uint8_t *data = make_file("direct.bin", 8192, &path);
   pp_io_options d = { .access = PP_IO_READ, .queue_depth = 2, .direct = true };
-  if (pp_io_open(path, &d, &io, &msg) == 0) {
+  if (open_watched(path, &d, &io, &msg) == 0) {
     uint8_t *buf = aligned(8192);
     assert_int_equal(pp_io_submit(io, buf + 1, 4096, 0, buf), -EINVAL);
     assert_int_equal(pp_io_submit(io, buf, 4095, 0, buf), -EINVAL);
     assert_int_equal(pp_io_submit(io, buf, 4096, 512, buf), -EINVAL);
-    pp_io_close(io);
+    close_watched(io);
     munmap(buf, 8192);
   }
   g_clear_pointer(&msg, g_free);
@@ -210,9 +239,9 @@ test_fixed_buffers(void **state)
   pp_io_options opts = { .access = PP_IO_READ, .mode = PP_IO_AUTO, .queue_depth = 4 };
   pp_io *io = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_io_open(path, &opts, &io, &msg), 0);
+  assert_int_equal(open_watched(path, &opts, &io, &msg), 0);
   if (pp_io_fallback(io)) {
-    pp_io_close(io);
+    close_watched(io);
     g_unlink(path);
     g_free(path);
     g_free(want);
@@ -237,7 +266,7 @@ test_fixed_buffers(void **state)
   assert_int_equal(got, size);
   assert_memory_equal(buf, want, size);
   assert_int_equal(pp_io_fixed_transfers(io), 2);
-  pp_io_close(io);
+  close_watched(io);
   munmap(buf, size);
   g_unlink(path);
   g_free(path);
@@ -254,12 +283,12 @@ test_close_drains(void **state)
   pp_io_options opts = { .access = PP_IO_READ, .queue_depth = 16 };
   pp_io *io = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_io_open(path, &opts, &io, &msg), 0);
+  assert_int_equal(open_watched(path, &opts, &io, &msg), 0);
   uint8_t *buf = aligned(size);
   for (size_t i = 0; i < 16; i++)
     assert_int_equal(pp_io_submit(io, buf + i * (size / 16), size / 16, i * (size / 16), buf + i),
                      0);
-  pp_io_close(io); /* with 16 reads in flight: waits for them, no leak (ASan) */
+  close_watched(io); /* with 16 reads in flight: waits for them, no leak (ASan) */
   assert_memory_equal(buf, want, size);
   munmap(buf, size);
   g_unlink(path);
@@ -302,7 +331,11 @@ main(void)
     cmocka_unit_test(test_errors),       cmocka_unit_test(test_fixed_buffers),
     cmocka_unit_test(test_close_drains), cmocka_unit_test(test_whole_file),
   };
+  /* The whole file takes well under a second; meson gives up at 120 s. */
+  test_watchdog_start(g_getenv("PP_WATCHDOG_S") ? atoi(g_getenv("PP_WATCHDOG_S")) : 60,
+                      describe_watched, NULL);
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  test_watchdog_stop();
   g_rmdir(dir);
   g_free(dir);
   return failed;
