@@ -377,5 +377,8 @@ main(void)
     cmocka_unit_test(test_flush_and_teardown_in_flight),
     cmocka_unit_test(test_device_errors),
   };
+  const char *filter = g_getenv("PP_TEST_FILTER"); /* one test at a time under racecheck */
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
