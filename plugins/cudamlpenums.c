@@ -57,3 +57,16 @@ DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
               "Luma alone: Y/255, or (Y-16)/219 for limited range (YUV or GRAY8; only the luma "
               "plane of a planar frame is read): K = width for rows, p*p for patches",
               "luma" })
+
+DEFINE_ENUM(gst_cuda_mlp_output_get_type, "GstCudaMlpOutput",
+            { GST_CUDA_MLP_OUTPUT_AUTO,
+              "tensors, unless downstream takes video and not other/tensors (scoreoverlay): "
+              "video-meta then",
+              "auto" },
+            { GST_CUDA_MLP_OUTPUT_TENSORS,
+              "One other/tensors buffer of the results per frame (NNStreamer's format)",
+              "tensors" },
+            { GST_CUDA_MLP_OUTPUT_VIDEO_META,
+              "The frame itself, unchanged, with its results attached as a GstPpScoresMeta "
+              "(gstppscoresmeta.h; scoreoverlay draws it)",
+              "video-meta" })

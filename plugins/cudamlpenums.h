@@ -25,6 +25,16 @@ GType gst_cuda_mlp_completion_get_type(void);
 #define GST_TYPE_CUDA_MLP_COLOR (gst_cuda_mlp_color_get_type())
 GType gst_cuda_mlp_color_get_type(void);
 
+/* What cudamlp pushes downstream. */
+typedef enum {
+  GST_CUDA_MLP_OUTPUT_AUTO,
+  GST_CUDA_MLP_OUTPUT_TENSORS,
+  GST_CUDA_MLP_OUTPUT_VIDEO_META,
+} GstCudaMlpOutput;
+
+#define GST_TYPE_CUDA_MLP_OUTPUT (gst_cuda_mlp_output_get_type())
+GType gst_cuda_mlp_output_get_type(void);
+
 G_END_DECLS
 
 #endif

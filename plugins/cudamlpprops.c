@@ -14,6 +14,7 @@
 #define DEFAULT_PRECISION PP_PRECISION_FP32
 /* Measured faster on the H100 host: docs/PERFORMANCE.md, "Completion". */
 #define DEFAULT_COMPLETION PP_COMPLETION_EVENT_THREAD
+#define DEFAULT_OUTPUT GST_CUDA_MLP_OUTPUT_AUTO
 
 #define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
 
@@ -79,6 +80,11 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
   props[PROP_COMPLETION] =
       g_param_spec_enum("completion", "Completion", "How the GPU tells the element a frame is done",
                         GST_TYPE_CUDA_MLP_COMPLETION, DEFAULT_COMPLETION, CONFIG_FLAGS);
+  props[PROP_OUTPUT] = g_param_spec_enum(
+      "output", "Output",
+      "What goes downstream: other/tensors buffers of the results, or each frame unchanged (its "
+      "own caps) carrying its results as a GstPpScoresMeta, for scoreoverlay or an appsink",
+      GST_TYPE_CUDA_MLP_OUTPUT, DEFAULT_OUTPUT, CONFIG_FLAGS);
   props[PROP_STATS] = g_param_spec_boxed(
       "stats", "Statistics",
       "Backend and how it runs frames (detail: MLP path, loads, completion, graphs), frames "
@@ -99,6 +105,7 @@ gst_cuda_mlp_init_config(GstCudaMlp *self)
   self->outputs = DEFAULT_OUTPUTS;
   self->hidden_activation = DEFAULT_ACTIVATION;
   self->color = DEFAULT_COLOR;
+  self->output = DEFAULT_OUTPUT;
   self->backend_options = (pp_backend_options){
     .kind = DEFAULT_BACKEND,
     .device_id = DEFAULT_DEVICE_ID,
@@ -158,6 +165,9 @@ gst_cuda_mlp_set_config(GObject *object, guint prop_id, const GValue *value, GPa
     case PROP_COMPLETION:
       self->backend_options.completion = g_value_get_enum(value);
       break;
+    case PROP_OUTPUT:
+      self->output = g_value_get_enum(value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -211,6 +221,9 @@ gst_cuda_mlp_get_config(GstCudaMlp *self, guint prop_id, GValue *value, GParamSp
       break;
     case PROP_COMPLETION:
       g_value_set_enum(value, self->backend_options.completion);
+      break;
+    case PROP_OUTPUT:
+      g_value_set_enum(value, self->output);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(self, prop_id, pspec);

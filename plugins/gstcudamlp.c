@@ -23,9 +23,11 @@
 #include <gst/video/video.h>
 
 #include "cudainput.h"
+#include "cudamlpcaps.h"
 #include "cudamlpenums.h"
 #include "cudamlpprops.h"
 #include "gstpinnedallocator.h"
+#include "gstppscoresmeta.h"
 #include "tensorcaps.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_mlp_debug);
@@ -36,7 +38,8 @@ static GParamSpec *properties[N_PROPS];
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(PP_SINK_CAPS));
 static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(PP_SRC_CAPS));
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(PP_SRC_CAPS "; " PP_SINK_CAPS)); /* output=video-meta */
 
 #define gst_cuda_mlp_parent_class parent_class
 G_DEFINE_TYPE(GstCudaMlp, gst_cuda_mlp, GST_TYPE_ELEMENT);
@@ -176,6 +179,9 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   if (self->file_model) {
     g_autofree gchar *described = pp_model_describe(self->file_model);
     GST_INFO_OBJECT(self, "model %s: %s", self->file_model->source, described);
+    GST_OBJECT_LOCK(self);
+    self->file_inputs = self->file_model->k;
+    GST_OBJECT_UNLOCK(self);
   }
 
   pp_backend *backend = NULL;
@@ -183,6 +189,9 @@ gst_cuda_mlp_start(GstCudaMlp *self)
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot start the compute backend."), ("%s", msg));
     g_free(msg);
     g_clear_pointer(&self->file_model, pp_model_free);
+    GST_OBJECT_LOCK(self);
+    self->file_inputs = 0;
+    GST_OBJECT_UNLOCK(self);
     return FALSE;
   }
   if (note) {
@@ -221,6 +230,9 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
   }
   gst_clear_object(&self->allocator);
   g_clear_pointer(&self->file_model, pp_model_free);
+  GST_OBJECT_LOCK(self);
+  self->file_inputs = 0;
+  GST_OBJECT_UNLOCK(self);
   g_clear_pointer(&self->generated_model, pp_model_free);
   g_clear_pointer(&self->generated_key, g_free);
   self->model = NULL;
@@ -450,7 +462,10 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   GST_INFO_OBJECT(self, "X is %u×%u, model %s (%s), %zu bytes per frame", layout.n, layout.k,
                   described, model->source, layout.frame_bytes);
 
-  GstCaps *out_caps = pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
+  self->frames_out = gst_cuda_mlp_frames_out(self);
+  GST_INFO_OBJECT(self, "pushing %s", self->frames_out ? "frames with scores" : "tensors");
+  GstCaps *out_caps = self->frames_out ? gst_caps_copy(caps)
+                                       : pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
   const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
   gst_caps_unref(out_caps);
   return rc == 0;
@@ -536,6 +551,28 @@ drop:
   return flow;
 }
 
+/* output=video-meta: the frame, made writable (metadata only: its memory
+ * is shared), with its results attached; takes both references. */
+static GstBuffer *
+attach_scores(GstCudaMlp *self, GstBuffer *frame, GstBuffer *scores)
+{
+  const pp_frame_layout *l = &self->layout;
+  GstPpScoresLayout kind = GST_PP_SCORES_TENSOR;
+  guint grid_width = 1, grid_height = l->n;
+  if (l->kind == PP_LAYOUT_ROWS) {
+    kind = GST_PP_SCORES_ROWS;
+  } else if (l->kind == PP_LAYOUT_PATCHES) {
+    kind = GST_PP_SCORES_PATCHES;
+    grid_width = l->patches_per_row;
+    grid_height = l->n / l->patches_per_row;
+  }
+  frame = gst_buffer_make_writable(frame);
+  gst_buffer_add_pp_scores_meta(frame, scores, l->n, self->model->o, kind, l->patch, grid_width,
+                                grid_height);
+  gst_buffer_unref(scores);
+  return frame;
+}
+
 /* Pushes one result, or one event, per call: strictly in the order the
  * frames and events came in. */
 static void
@@ -570,6 +607,8 @@ gst_cuda_mlp_loop(GstPad *pad)
     gst_buffer_unref(input);
     gst_buffer_unref(output);
     flow = GST_FLOW_ERROR;
+  } else if (self->frames_out) {
+    flow = gst_pad_push(self->srcpad, attach_scores(self, input, output));
   } else {
     gst_buffer_copy_into(output, input, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
     gst_buffer_unref(input);
@@ -724,22 +763,10 @@ gst_cuda_mlp_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
       if (handle_context_query(self, query))
         return TRUE;
       break;
-    case GST_QUERY_CAPS: {
-      GstCaps *filter, *caps;
-      gst_query_parse_caps(query, &filter);
-      GST_OBJECT_LOCK(self);
-      const pp_color color = self->color;
-      GST_OBJECT_UNLOCK(self);
-      caps = pp_sink_caps(takes_cuda_memory(self), color);
-      if (filter) {
-        GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
-        gst_caps_unref(caps);
-        caps = both;
-      }
-      gst_query_set_caps_result(query, caps);
-      gst_caps_unref(caps);
-      return TRUE;
-    }
+    case GST_QUERY_ACCEPT_CAPS:
+      return gst_cuda_mlp_accept_caps(self, query, takes_cuda_memory(self));
+    case GST_QUERY_CAPS:
+      return gst_cuda_mlp_sink_caps_query(self, query, takes_cuda_memory(self));
     default:
       break;
   }
@@ -752,6 +779,8 @@ gst_cuda_mlp_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
   GstCudaMlp *self = GST_CUDA_MLP(parent);
   if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT && handle_context_query(self, query))
     return TRUE;
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS)
+    return gst_cuda_mlp_src_caps_query(self, query, takes_cuda_memory(self));
   if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY)
     return gst_pad_query_default(pad, parent, query);
 

@@ -38,6 +38,7 @@ struct _GstCudaMlp {
   gchar *layers; /* model_desc.h's description, or NULL */
   pp_hidden_activation hidden_activation;
   pp_color color;
+  gint output; /* GstCudaMlpOutput */
   pp_backend_options backend_options;
 
   /* From READY: the CUDA context shared with the pipeline (a GstCudaContext),
@@ -48,6 +49,7 @@ struct _GstCudaMlp {
   /* From start to stop. */
   pp_engine *engine;
   pp_model *file_model; /* NULL when weights are generated */
+  guint file_inputs;    /* its K, for caps queries (object lock); 0 without one */
   pp_model *generated_model;
   gchar *generated_key; /* what generated_model was made for */
   GstAllocator *allocator;
@@ -57,6 +59,7 @@ struct _GstCudaMlp {
   /* From set_caps. */
   pp_frame_layout layout;
   const pp_model *model;
+  gboolean frames_out; /* output=video-meta, as it was at caps */
   GstBufferPool *output_pool;
   GstClockTime frame_duration;
 

@@ -1,4 +1,4 @@
-/* The pingpong plugin: cudamlp. The io_uring elements are a plugin of their
+/* The pingpong plugin: cudamlp and scoreoverlay. The io_uring elements are a plugin of their
  * own (pluginio.c), so a pipeline that only reads files never maps
  * GStreamer's CUDA library and what it pulls in. */
 #ifdef HAVE_CONFIG_H
@@ -8,11 +8,14 @@
 #include <gst/gst.h>
 
 #include "gstcudamlp.h"
+#include "gstscoreoverlay.h"
 
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
-  return GST_ELEMENT_REGISTER(cudamlp, plugin);
+  gboolean ok = GST_ELEMENT_REGISTER(cudamlp, plugin);
+  ok &= GST_ELEMENT_REGISTER(scoreoverlay, plugin);
+  return ok;
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, pingpong,

@@ -208,6 +208,75 @@ pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_color color
   return TRUE;
 }
 
+/* The values a pixel of `format` puts in X: 1 (GRAY8, or YUV as luma), 3 (RGB
+ * with or without a padding byte, YUV as R,G,B) or 4 (with alpha). */
+static guint
+channels_of(GstVideoFormat format, pp_color color)
+{
+  pp_pixel_format pixel;
+  if (is_yuv_format(format))
+    return color == PP_COLOR_LUMA ? 1 : 3;
+  if (!pixel_format(format, &pixel))
+    return 0;
+  return format == GST_VIDEO_FORMAT_GRAY8                                     ? 1
+         : format == GST_VIDEO_FORMAT_RGBA || format == GST_VIDEO_FORMAT_BGRA ? 4
+                                                                              : 3;
+}
+
+static gboolean
+format_fits(const gchar *name, guint k, pp_mapping mapping, guint patch, pp_color color)
+{
+  const guint c = channels_of(gst_video_format_from_string(name), color);
+  if (c == 0)
+    return FALSE;
+  return mapping == PP_MAPPING_PATCHES ? (guint64) patch * patch * c == k : k % c == 0;
+}
+
+GstCaps *
+pp_caps_for_inputs(GstCaps *caps, guint k, pp_mapping mapping, guint patch, pp_color color)
+{
+  GstCaps *out = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); i++) {
+    const GstStructure *s = gst_caps_get_structure(caps, i);
+    GstCapsFeatures *features = gst_caps_get_features(caps, i);
+    if (!gst_structure_has_name(s, "video/x-raw")) {
+      gst_caps_append_structure_full(out, gst_structure_copy(s),
+                                     features ? gst_caps_features_copy(features) : NULL);
+      continue;
+    }
+    /* One structure per format that fits, so rows can fix each one's width. */
+    const GValue *formats = gst_structure_get_value(s, "format");
+    const guint n = formats && GST_VALUE_HOLDS_LIST(formats) ? gst_value_list_get_size(formats)
+                    : formats                                ? 1
+                                                             : 0;
+    for (guint f = 0; f < n; f++) {
+      const GValue *v =
+          GST_VALUE_HOLDS_LIST(formats) ? gst_value_list_get_value(formats, f) : formats;
+      if (!G_VALUE_HOLDS_STRING(v) || !format_fits(g_value_get_string(v), k, mapping, patch, color))
+        continue;
+      GstStructure *fitting = gst_structure_copy(s);
+      gst_structure_set_value(fitting, "format", v);
+      if (mapping == PP_MAPPING_ROWS) {
+        const guint c = channels_of(gst_video_format_from_string(g_value_get_string(v)), color);
+        GstStructure *width =
+            gst_structure_new("video/x-raw", "width", G_TYPE_INT, (gint) (k / c), NULL);
+        if (!gst_structure_can_intersect(fitting, width)) {
+          gst_structure_free(width);
+          gst_structure_free(fitting);
+          continue;
+        }
+        GstStructure *both = gst_structure_intersect(fitting, width);
+        gst_structure_free(width);
+        gst_structure_free(fitting);
+        fitting = both;
+      }
+      gst_caps_append_structure_full(out, fitting,
+                                     features ? gst_caps_features_copy(features) : NULL);
+    }
+  }
+  return out;
+}
+
 GstCaps *
 pp_caps_for_outputs(guint outputs, guint n, gint fps_n, gint fps_d)
 {

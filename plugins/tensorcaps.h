@@ -50,6 +50,13 @@ gboolean pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_co
 gboolean pp_caps_are_cuda_memory(GstCaps *caps);
 
 /* other/tensors caps for N rows of O float32 outputs: dimensions=O:N:1:1. */
+/* `caps` narrowed to the frames whose X has `k` columns, as a model file
+ * with k inputs needs: formats with the right number of channels (for
+ * patches, k = p·p·channels), and for rows the width k / channels. Tensor
+ * caps pass as they are. */
+GstCaps *pp_caps_for_inputs(GstCaps *caps, guint k, pp_mapping mapping, guint patch,
+                            pp_color color);
+
 GstCaps *pp_caps_for_outputs(guint outputs, guint n, gint fps_n, gint fps_d);
 
 /* Parses NNStreamer's "d0:d1:..." (innermost first) into K = d0 and

@@ -587,6 +587,46 @@ test_k_mismatch_is_not_negotiated(void **state)
   g_unlink(path);
 }
 
+/* A source that offers every format and size negotiates frames that give
+ * the model file its K (rows: K = width × channels = 3 here), instead of
+ * its first format and failing. */
+static void
+test_caps_follow_the_model(void **state)
+{
+  (void) state;
+  g_autofree gchar *path = write_small_model(FALSE);
+  g_autofree gchar *desc = g_strdup_printf(
+      "videotestsrc num-buffers=5 ! cudamlp name=mlp backend=%s model=%s ! fakesink", backend_name,
+      path);
+  GstElement *pipeline = gst_parse_launch(desc, NULL);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  assert_non_null(msg);
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError *error = NULL;
+    gchar *debug = NULL;
+    gst_message_parse_error(msg, &error, &debug);
+    fail_msg("%s (%s)", error->message, debug);
+  }
+  gst_message_unref(msg);
+  GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
+  GstPad *pad = gst_element_get_static_pad(mlp, "sink");
+  GstCaps *caps = gst_pad_get_current_caps(pad);
+  GstVideoInfo info;
+  assert_true(gst_video_info_from_caps(&info, caps));
+  const guint channels = GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_GRAY8 ? 1 : 3;
+  assert_int_equal(GST_VIDEO_INFO_WIDTH(&info) * channels, 3);
+  gst_caps_unref(caps);
+  gst_object_unref(pad);
+  gst_object_unref(mlp);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(pipeline);
+  g_unlink(path);
+}
+
 static void
 test_unacceptable_caps(void **state)
 {
@@ -957,6 +997,7 @@ main(int argc, char **argv)
     cmocka_unit_test(test_events_stay_in_order),
     cmocka_unit_test(test_flush_unblocks_and_drops),
     cmocka_unit_test(test_k_mismatch_is_not_negotiated),
+    cmocka_unit_test(test_caps_follow_the_model),
     cmocka_unit_test(test_unacceptable_caps),
     cmocka_unit_test(test_short_buffer_is_an_error),
     cmocka_unit_test(test_bad_model_fails_at_start),
