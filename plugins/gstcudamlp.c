@@ -24,6 +24,8 @@
 
 #include "cudainput.h"
 #include "cudamlpcaps.h"
+#include "stats.h"
+#include "trace.h"
 #include "cudamlpenums.h"
 #include "cudamlpprops.h"
 #include "gstpinnedallocator.h"
@@ -147,6 +149,45 @@ post_stats(GstCudaMlp *self)
 
 /* ---- start / stop ------------------------------------------------------- */
 
+/* ---- trace ---------------------------------------------------------------- */
+
+/* PINGPONG_TRACE=path.json: a Chrome trace of the run, written at stop;
+ * "{name}" in the path becomes the element's name (several cudamlps). */
+static gchar *
+trace_path_for(GstCudaMlp *self)
+{
+  const gchar *path = g_getenv("PINGPONG_TRACE");
+  if (!path || !*path)
+    return NULL;
+  GString *s = g_string_new(path);
+  g_string_replace(s, "{name}", GST_OBJECT_NAME(self), 0);
+  return g_string_free(s, FALSE);
+}
+
+/* Spans kept at most (PINGPONG_TRACE_SPANS): ~40 bytes each, about ten a
+ * frame. */
+static guint
+trace_capacity(void)
+{
+  const gchar *spans = g_getenv("PINGPONG_TRACE_SPANS");
+  guint64 n = 0;
+  if (!spans || !g_ascii_string_to_unsigned(spans, 10, 1, 1u << 26, &n, NULL))
+    n = 1u << 18;
+  return (guint) n;
+}
+
+static void
+close_trace(GstCudaMlp *self)
+{
+  if (!self->trace)
+    return;
+  gchar *msg = NULL;
+  if (pp_trace_close(g_steal_pointer(&self->trace), &msg) < 0) {
+    GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("Cannot write the trace."), ("%s", msg));
+    g_free(msg);
+  }
+}
+
 static gboolean
 gst_cuda_mlp_start(GstCudaMlp *self)
 {
@@ -159,6 +200,8 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   /* The backend runs in the pipeline's CUDA context, so the kernels can read
    * what NVDEC or cudaupload left in device memory. */
   options.cuda_context = pp_cuda_input_handle(self->cuda_context);
+  g_autofree gchar *trace_path = trace_path_for(self);
+  options.time_every_frame = trace_path != NULL;
   GST_OBJECT_UNLOCK(self);
 
   gchar *msg = NULL, *note = NULL;
@@ -201,6 +244,12 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   }
   GST_OBJECT_LOCK(self);
   self->engine = pp_engine_new(backend, discard_item, self);
+  self->chained = 0;
+  if (trace_path) {
+    g_autofree gchar *process = g_strdup_printf("%s (host)", GST_OBJECT_NAME(self));
+    self->trace = pp_trace_new(trace_path, process, trace_capacity());
+    pp_engine_set_trace(self->engine, self->trace);
+  }
   GST_OBJECT_UNLOCK(self);
   self->pinned = g_str_equal(pp_engine_backend_name(self->engine), "cuda");
   self->allocator = gst_pp_pinned_allocator_new(self->pinned);
@@ -224,6 +273,7 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
   GST_OBJECT_UNLOCK(self);
   /* Frees what is in flight exactly once, through discard_item. */
   g_clear_pointer(&engine, pp_engine_free);
+  close_trace(self);
   if (self->output_pool) {
     gst_buffer_pool_set_active(self->output_pool, FALSE);
     gst_clear_object(&self->output_pool);
@@ -477,6 +527,7 @@ static GstFlowReturn
 gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
   GstCudaMlp *self = GST_CUDA_MLP(parent);
+  const gint64 entered = self->trace ? pp_now_ns() : 0;
   GstFlowReturn flow = get_srcresult(self);
   GstBuffer *output = NULL;
   gchar *msg = NULL;
@@ -544,6 +595,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
     g_free(msg);
     return GST_FLOW_ERROR;
   }
+  pp_trace_host(self->trace, "chain", entered, pp_now_ns(), (gint64) self->chained++);
   return GST_FLOW_OK;
 
 drop:
@@ -607,12 +659,17 @@ gst_cuda_mlp_loop(GstPad *pad)
     gst_buffer_unref(input);
     gst_buffer_unref(output);
     flow = GST_FLOW_ERROR;
-  } else if (self->frames_out) {
-    flow = gst_pad_push(self->srcpad, attach_scores(self, input, output));
   } else {
-    gst_buffer_copy_into(output, input, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-    gst_buffer_unref(input);
-    flow = gst_pad_push(self->srcpad, output);
+    const gint64 start = self->trace ? pp_now_ns() : 0;
+    if (self->frames_out) {
+      flow = gst_pad_push(self->srcpad, attach_scores(self, input, output));
+    } else {
+      gst_buffer_copy_into(output, input, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0,
+                           -1);
+      gst_buffer_unref(input);
+      flow = gst_pad_push(self->srcpad, output);
+    }
+    pp_trace_host(self->trace, "push", start, pp_now_ns(), (gint64) item.seq);
   }
   if (flow == GST_FLOW_OK)
     return;

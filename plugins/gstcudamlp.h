@@ -48,8 +48,10 @@ struct _GstCudaMlp {
 
   /* From start to stop. */
   pp_engine *engine;
-  pp_model *file_model; /* NULL when weights are generated */
-  guint file_inputs;    /* its K, for caps queries (object lock); 0 without one */
+  struct pp_trace *trace; /* PINGPONG_TRACE, or NULL */
+  guint64 chained;        /* frames submitted, for the trace */
+  pp_model *file_model;   /* NULL when weights are generated */
+  guint file_inputs;      /* its K, for caps queries (object lock); 0 without one */
   pp_model *generated_model;
   gchar *generated_key; /* what generated_model was made for */
   GstAllocator *allocator;

@@ -25,7 +25,7 @@ pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, void *d
   int rc;
   switch (opts->kind) {
     case PP_BACKEND_CPU:
-      rc = pp_backend_cpu_new(&b, msg);
+      rc = pp_backend_cpu_new(opts, &b, msg);
       break;
     case PP_BACKEND_CUDA:
       rc = pp_backend_cuda_new(opts, &b, msg);
@@ -38,7 +38,7 @@ pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, void *d
         if (note)
           *note = g_strdup_printf("no usable CUDA device (%s); running on the CPU backend", why);
         g_free(why);
-        rc = pp_backend_cpu_new(&b, msg);
+        rc = pp_backend_cpu_new(opts, &b, msg);
       }
       break;
     }

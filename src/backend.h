@@ -17,7 +17,7 @@
 #include "model.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 1
+#define PP_BACKEND_ABI 2
 #define PP_MAX_SLOTS 16
 /* Frames in flight per slot: one on the device, one done and waiting to be
  * pushed downstream. */
@@ -45,9 +45,11 @@ typedef struct {
 } pp_job;
 
 /* Time each stage of one frame took on the device, in microseconds; negative
- * where the backend does not measure it. */
+ * where the backend does not measure it. Where it can tell, also when each
+ * began on the host's clock (pp_now_ns), for traces; 0 where unknown. */
 typedef struct {
   double h2d_us, mlp_us, d2h_us;
+  int64_t h2d_start_ns, mlp_start_ns, d2h_start_ns;
 } pp_stage_times;
 
 /* Called from any backend thread once a slot's work is done (or failed with
@@ -114,6 +116,8 @@ typedef struct {
   int device_id;
   pp_precision precision;
   pp_completion completion;
+  /* Time every frame's stages, not one in several (for traces). */
+  bool time_every_frame;
   /* A CUcontext (CUDA driver API) to run in instead of the device's primary
    * context: the one a GStreamer pipeline shares, so that device memory from
    * its other elements can be read. NULL: the primary context. */
@@ -129,7 +133,7 @@ int pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, voi
 /* True when this build has the CUDA backend. */
 bool pp_backend_have_cuda(void);
 
-int pp_backend_cpu_new(pp_backend **out, char **msg);
+int pp_backend_cpu_new(const pp_backend_options *opts, pp_backend **out, char **msg);
 int pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg);
 
 /* Host memory for frames: page-aligned, and with `pinned`, page-locked and

@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "cpu_mlp.h"
+#include "stats.h"
 
 typedef struct cpu_backend cpu_backend;
 
@@ -18,8 +19,9 @@ typedef struct {
   GCond wake;
   bool has_job, running, quit;
   pp_job job;
-  float *x;         /* N×K inputs */
-  float *hidden[2]; /* N × the widest hidden layer, taking turns */
+  int64_t start_ns, end_ns; /* the last job's, for finish */
+  float *x;                 /* N×K inputs */
+  float *hidden[2];         /* N × the widest hidden layer, taking turns */
 } worker;
 
 /* A layer's weights as the kernels want them: packed panels, or the plain
@@ -39,6 +41,7 @@ struct cpu_backend {
   uint32_t max_hidden;
   unsigned n_workers;
   worker workers[PP_MAX_SLOTS];
+  bool time_every_frame;
 };
 
 static void
@@ -72,8 +75,12 @@ worker_main(gpointer data)
     w->running = true;
     g_mutex_unlock(&w->lock);
 
+    w->start_ns = pp_now_ns();
     run_job(w->owner, w);
-    w->owner->base.complete(w->owner->base.complete_data, w->index, 0, NULL, true);
+    w->end_ns = pp_now_ns();
+    /* Timing every frame (a trace): the slot waits for finish to read it. */
+    w->owner->base.complete(w->owner->base.complete_data, w->index, 0, NULL,
+                            !w->owner->time_every_frame);
 
     g_mutex_lock(&w->lock);
     w->running = false;
@@ -215,21 +222,33 @@ cpu_destroy(pp_backend *base)
   g_free(b);
 }
 
+/* Only with time_every_frame: the MLP's span, the CPU's one stage. */
+static int
+cpu_finish(pp_backend *base, unsigned slot, const pp_job *job, pp_stage_times *times)
+{
+  (void) job;
+  const worker *w = &((cpu_backend *) base)->workers[slot];
+  times->mlp_us = (w->end_ns - w->start_ns) / 1000.0;
+  times->mlp_start_ns = w->start_ns;
+  return 0;
+}
+
 static const pp_backend_ops cpu_ops = {
   .abi = PP_BACKEND_ABI,
   .name = "cpu",
   .configure = cpu_configure,
   .submit = cpu_submit,
-  .finish = NULL,
+  .finish = cpu_finish,
   .sync = cpu_sync,
   .destroy = cpu_destroy,
 };
 
 int
-pp_backend_cpu_new(pp_backend **out, char **msg)
+pp_backend_cpu_new(const pp_backend_options *opts, pp_backend **out, char **msg)
 {
   (void) msg;
   cpu_backend *b = g_new0(cpu_backend, 1);
+  b->time_every_frame = opts && opts->time_every_frame;
   b->base.ops = &cpu_ops;
   *out = &b->base;
   return 0;

@@ -4,6 +4,8 @@
 #include <glib.h>
 #include <string.h>
 
+#include "trace.h"
+
 typedef enum {
   TICKET_FREE,   /* may take the next frame */
   TICKET_BUSY,   /* submitted, backend working */
@@ -26,6 +28,7 @@ typedef struct {
   int status;
   char message[256];
   pp_frame_times host;
+  uint64_t seq;
   /* The producer is still inside the backend's submit: the frame is not
    * ready to pop, even if the backend already reported it done. */
   bool submitting;
@@ -59,6 +62,7 @@ struct pp_engine {
   uint64_t next_seq;
   bool flushing;
   pp_stats_recorder stats;
+  pp_trace *trace;
 };
 
 static void
@@ -79,6 +83,7 @@ on_complete(void *data, unsigned index, int status, const char *message, bool sl
     g_strlcpy(t->message, message ? message : g_strerror(-status), sizeof t->message);
   t->host.completed = pp_now_ns();
   t->state = TICKET_DONE;
+  pp_trace_host(e->trace, "completion", t->host.completed, pp_now_ns(), (int64_t) t->seq);
   if (slot_free)
     free_slot_locked(e, index);
   g_cond_broadcast(&e->item_ready);
@@ -192,10 +197,13 @@ pp_engine_acquire(pp_engine *e, unsigned *index)
     return -EINVAL;
   }
   const unsigned t = e->next_seq % e->n_tickets, s = e->next_seq % e->n_slots;
+  const int64_t start = e->trace ? pp_now_ns() : 0;
   while (!e->flushing && (e->tickets[t].state != TICKET_FREE || e->slots[s].busy))
     g_cond_wait(&e->slot_freed, &e->lock);
   const bool flushing = e->flushing;
+  const uint64_t seq = e->next_seq;
   g_mutex_unlock(&e->lock);
+  pp_trace_host(e->trace, "wait for slot", start, pp_now_ns(), (int64_t) seq);
   if (flushing)
     return -ECANCELED;
   *index = t;
@@ -224,6 +232,7 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
   t->user = user;
   t->status = 0;
   t->host = (pp_frame_times){ .submit = pp_now_ns() };
+  t->seq = e->next_seq;
   t->submitting = true;
   e->slots[s] = (slot){ .busy = true, .ticket = index };
   e->next_seq++;
@@ -236,6 +245,7 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
    * submit returns. */
   const int rc = e->backend->ops->submit(e->backend, s, &t->job, msg);
   const int64_t submitted = pp_now_ns();
+  pp_trace_host(e->trace, "submit", t->host.submit, submitted, (int64_t) t->seq);
   g_mutex_lock(&e->lock);
   t->host.submitted = submitted;
   t->submitting = false;
@@ -308,6 +318,22 @@ poll_overdue_locked(pp_engine *e, ticket *late)
   g_free(reason);
 }
 
+static void
+trace_device_stages(pp_engine *e, unsigned slot, const pp_stage_times *times, int64_t seq)
+{
+  if (!e->trace)
+    return;
+  if (times->h2d_start_ns && times->h2d_us >= 0)
+    pp_trace_device(e->trace, slot, "H2D", times->h2d_start_ns,
+                    times->h2d_start_ns + (int64_t) (times->h2d_us * 1000), seq);
+  if (times->mlp_start_ns && times->mlp_us >= 0)
+    pp_trace_device(e->trace, slot, "MLP", times->mlp_start_ns,
+                    times->mlp_start_ns + (int64_t) (times->mlp_us * 1000), seq);
+  if (times->d2h_start_ns && times->d2h_us >= 0)
+    pp_trace_device(e->trace, slot, "D2H", times->d2h_start_ns,
+                    times->d2h_start_ns + (int64_t) (times->d2h_us * 1000), seq);
+}
+
 int
 pp_engine_pop(pp_engine *e, pp_item *item)
 {
@@ -344,12 +370,14 @@ pp_engine_pop(pp_engine *e, pp_item *item)
   const unsigned index = t - e->tickets;
   /* The slot still holds this frame's result: finish reads it out. */
   const bool held = e->slots[t->slot].busy && e->slots[t->slot].ticket == index;
-  *item = (pp_item){ .kind = PP_ITEM_FRAME, .ticket = index, .user = t->user, .status = t->status };
+  *item = (pp_item){
+    .kind = PP_ITEM_FRAME, .ticket = index, .user = t->user, .status = t->status, .seq = t->seq
+  };
   if (t->status < 0)
     g_strlcpy(item->message, t->message, sizeof item->message);
   g_mutex_unlock(&e->lock);
 
-  item->times = (pp_stage_times){ -1, -1, -1 };
+  item->times = (pp_stage_times){ .h2d_us = -1, .mlp_us = -1, .d2h_us = -1 };
   if (held && item->status == 0 && e->backend->ops->finish) {
     const int rc = e->backend->ops->finish(e->backend, t->slot, &t->job, &item->times);
     if (rc < 0) {
@@ -357,6 +385,7 @@ pp_engine_pop(pp_engine *e, pp_item *item)
       g_strlcpy(item->message, g_strerror(-rc), sizeof item->message);
     }
   }
+  trace_device_stages(e, t->slot, &item->times, (int64_t) t->seq);
   g_mutex_lock(&e->lock);
   if (held)
     free_slot_locked(e, t->slot);
@@ -446,4 +475,12 @@ pp_engine_reset_stats(pp_engine *e)
   g_mutex_unlock(&e->lock);
   __atomic_store_n(&e->backend->staged_inputs, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&e->backend->device_inputs, 0, __ATOMIC_RELAXED);
+}
+
+void
+pp_engine_set_trace(pp_engine *e, pp_trace *trace)
+{
+  g_mutex_lock(&e->lock);
+  e->trace = trace;
+  g_mutex_unlock(&e->lock);
 }

@@ -37,6 +37,7 @@ typedef struct {
   char message[256];  /* why, when status < 0 */
   int64_t latency_ns; /* submit to pop */
   pp_stage_times times;
+  uint64_t seq; /* PP_ITEM_FRAME: the frame's number, from 0 in submission order */
 } pp_item;
 
 /* Called for every frame and marker a flush throws away, so their owner can
@@ -77,6 +78,14 @@ void pp_engine_set_flushing(pp_engine *e, bool flushing);
 void pp_engine_flush(pp_engine *e);
 
 void pp_engine_get_stats(pp_engine *e, pp_stats *stats);
+
+/* Records the engine's spans into `trace` (NULL: none): waiting for a
+ * slot and the submit call on the producer's track, completions on the
+ * backend's thread, and each frame's device stages on its slot's track
+ * where the backend times them. Set while idle; the caller keeps the trace
+ * until the engine is freed or another is set. */
+struct pp_trace;
+void pp_engine_set_trace(pp_engine *e, struct pp_trace *trace);
 void pp_engine_reset_stats(pp_engine *e);
 
 #endif

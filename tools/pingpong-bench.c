@@ -64,7 +64,7 @@ static const workload workloads[] = {
 };
 
 typedef struct {
-  char *workloads, *slots, *completion, *precision;
+  char *workloads, *slots, *completion, *precision, *trace_dir, *backend;
   int frames, warmup, repeats;
 } options;
 
@@ -131,10 +131,10 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
   GstBuffer *ring[RING] = { NULL };
   g_autofree gchar *desc = g_strdup_printf(
       "appsrc name=src format=time is-live=false max-bytes=0 caps=\"%s\" ! "
-      "cudamlp name=mlp backend=cuda slots=%u mapping=%s patch-size=%u hidden-size=%u outputs=%u "
+      "cudamlp name=mlp backend=%s slots=%u mapping=%s patch-size=%u hidden-size=%u outputs=%u "
       "completion=%s precision=%s color=%s layers=\"%s\" ! fakesink name=sink sync=false",
-      w->caps, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1, w->outputs, o->completion,
-      o->precision, w->color, w->layers ? w->layers : "");
+      w->caps, o->backend, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1, w->outputs,
+      o->completion, o->precision, w->color, w->layers ? w->layers : "");
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc, &err);
   if (!pipeline || err) {
@@ -226,7 +226,7 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
     out->fps = (a.seen - a.warmup - 1) * 1e9 / (double) (a.last_ns - a.first_ns);
     ok = a.seen == o->warmup + o->frames;
   }
-  if (ok && gpu) {
+  if (ok && gpu && g_str_equal(o->backend, "cuda")) {
     char path[64] = "";
     sscanf(out->detail, "%63[a-z0-9+]", path);
     ok = time_gpu(w, o, path, ring[0], gpu);
@@ -371,10 +371,27 @@ listed(const char *list, const char *name)
   return g_strv_contains((const char *const *) items, name);
 }
 
+/* A run of its own, not measured: tracing times every frame and holds each
+ * slot until its frame is popped, which changes the overlap a little. */
+static void
+trace_run(const workload *w, guint slots, const options *o)
+{
+  g_mkdir_with_parents(o->trace_dir, 0755);
+  g_autofree gchar *name = g_strdup_printf("%s-slots%u.json", w->name, slots);
+  g_autofree gchar *path = g_build_filename(o->trace_dir, name, NULL);
+  options traced = *o;
+  traced.frames = MIN(o->frames, 512);
+  run_result unused;
+  g_setenv("PINGPONG_TRACE", path, TRUE);
+  if (!run_pipeline(w, slots, &traced, &unused, NULL))
+    fprintf(stderr, "%s: the traced run failed\n", w->name);
+  g_unsetenv("PINGPONG_TRACE");
+}
+
 int
 main(int argc, char **argv)
 {
-  options o = { NULL, NULL, NULL, NULL, 4096, 128, 3 };
+  options o = { NULL, NULL, NULL, NULL, NULL, NULL, 4096, 128, 3 };
   GOptionEntry entries[] = {
     { "workloads", 0, 0, G_OPTION_ARG_STRING, &o.workloads,
       "seed,hd,hd-nv12,hd-luma,tiny,balanced,deep", "LIST" },
@@ -384,6 +401,13 @@ main(int argc, char **argv)
     { "repeats", 0, 0, G_OPTION_ARG_INT, &o.repeats, "runs per cell, median taken (3)", "N" },
     { "completion", 0, 0, G_OPTION_ARG_STRING, &o.completion, "host-func|event-thread", "MODE" },
     { "precision", 0, 0, G_OPTION_ARG_STRING, &o.precision, "fp32|tf32", "P" },
+    { "backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
+      "cuda (default), or cpu: frames/s and latency only, no GPU timings (small workloads: tiny)",
+      "B" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace_dir,
+      "after each cell's runs, one more of 512 frames traced (PINGPONG_TRACE) into "
+      "DIR/WORKLOAD-slotsN.json",
+      "DIR" },
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new("- cudamlp on the reference workloads");
@@ -406,17 +430,21 @@ main(int argc, char **argv)
   if (o.frames > PP_STATS_WINDOW)
     fprintf(stderr, "note: latency percentiles cover the last %d frames\n", PP_STATS_WINDOW);
 
+  if (!o.backend)
+    o.backend = g_strdup("cuda");
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+  struct cudaDeviceProp prop = { .name = "the CPU" };
+  if (g_str_equal(o.backend, "cuda") &&
+      (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
     fprintf(stderr, "pingpong-bench: no CUDA device\n");
     return 77;
   }
-  struct cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
-  printf("# device: %s, %d SMs; completion=%s precision=%s; %d measured frames after %d, "
-         "median of %d runs\n",
-         prop.name, prop.multiProcessorCount, o.completion, o.precision, o.frames, o.warmup,
-         o.repeats);
+  if (devices)
+    cudaGetDeviceProperties(&prop, 0);
+  printf("# device: %s, %d SMs; backend=%s completion=%s precision=%s; %d measured frames after "
+         "%d, median of %d runs\n",
+         prop.name, prop.multiProcessorCount, o.backend, o.completion, o.precision, o.frames,
+         o.warmup, o.repeats);
   printf("| workload | slots | frames/s | period µs | latency p50 µs | p99 µs | H2D µs | MLP µs | "
          "D2H µs | ideal µs | efficiency | cuBLAS MLP µs | MLP/cuBLAS | path |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -444,6 +472,8 @@ main(int argc, char **argv)
           good++;
         }
       }
+      if (o.trace_dir)
+        trace_run(w, slots, &o);
       if (good == 0) {
         failures++;
         printf("| %s | %u | failed |\n", w->name, slots);

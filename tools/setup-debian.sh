@@ -22,7 +22,7 @@ packages=(
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly
   gstreamer1.0-tools
   liburing-dev libcmocka-dev libjson-glib-dev
-  python3 python3-venv python3-pip python3-numpy python3-torch
+  python3 python3-venv python3-pip python3-numpy python3-torch python3-matplotlib
   clang-format
   clang libclang-rt-14-dev  # the model loader's libFuzzer target (tests/fuzz)
 )

@@ -321,7 +321,7 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   }
   float *dst = job->output_pinned ? job->output : s->staging_out;
   s->staged_out = !job->output_pinned;
-  s->timed = s->frames++ % TIMING_PERIOD == 0;
+  s->timed = s->frames++ % b->timing_period == 0;
 
   const int64_t t1 = b->trace ? pp_now_ns() : 0;
   int rc = 0;
@@ -380,11 +380,43 @@ cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times 
   if (s->staged_out)
     memcpy(job->output, s->staging_out, b->out_bytes);
   if (s->timed) {
-    float h2d = -1, mlp = -1, d2h = -1;
+    float h2d = -1, mlp = -1, d2h = -1, since = -1;
     if (cudaEventElapsedTime(&h2d, s->ev_start, s->ev_h2d) == cudaSuccess &&
         cudaEventElapsedTime(&mlp, s->ev_h2d, s->ev_mlp) == cudaSuccess &&
         cudaEventElapsedTime(&d2h, s->ev_mlp, s->ev_d2h) == cudaSuccess)
-      *times = (pp_stage_times){ h2d * 1000.0, mlp * 1000.0, d2h * 1000.0 };
+      *times = (pp_stage_times){ .h2d_us = h2d * 1000.0,
+                                 .mlp_us = mlp * 1000.0,
+                                 .d2h_us = d2h * 1000.0 };
+    if (times->h2d_us >= 0 && b->anchor_ns &&
+        cudaEventElapsedTime(&since, b->anchor, s->ev_start) == cudaSuccess) {
+      times->h2d_start_ns = b->anchor_ns + (int64_t) (since * 1e6);
+      times->mlp_start_ns = times->h2d_start_ns + (int64_t) (h2d * 1e6);
+      times->d2h_start_ns = times->mlp_start_ns + (int64_t) (mlp * 1e6);
+    }
+  }
+  return 0;
+}
+
+/* Puts event times on the host's clock: an event recorded on an idle
+ * stream runs between the host's calls around it, so its time is their
+ * midpoint, within half their distance (a few µs, docs/PERFORMANCE.md).
+ * cudaEventElapsedTime's float milliseconds keep µs precision for ~10 s
+ * after the anchor: it is set again at every configure. */
+static int
+anchor_clock(cuda_backend *b, char **msg)
+{
+  if (!b->anchor)
+    CUDA_CHECK(cudaEventCreate(&b->anchor));
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < 3; i++) { /* the first warms up */
+    const int64_t before = pp_now_ns();
+    CUDA_CHECK(cudaEventRecord(b->anchor, b->setup_stream));
+    CUDA_CHECK(cudaEventSynchronize(b->anchor));
+    const int64_t after = pp_now_ns();
+    if (i > 0 && after - before < best) {
+      best = after - before;
+      b->anchor_ns = before + (after - before) / 2;
+    }
   }
   return 0;
 }
@@ -563,6 +595,8 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
     goto fail;
   if ((rc = pp_gpu_mlp_plan(b, msg)) < 0)
     goto fail;
+  if ((rc = anchor_clock(b, msg)) < 0)
+    goto fail;
 
   const bool graphs = b->use_graphs;
   for (unsigned i = 0; i < n_slots && graphs; i++) {
@@ -595,6 +629,8 @@ free_backend(cuda_backend *b)
 {
   if (b->lt)
     cublasLtDestroy(b->lt);
+  if (b->anchor)
+    cudaEventDestroy(b->anchor);
   if (b->setup_stream)
     cudaStreamDestroy(b->setup_stream);
   g_mutex_clear(&b->lock);
@@ -677,6 +713,7 @@ cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
   const char *graphs = g_getenv("PINGPONG_CUDA_GRAPHS");
   b->use_graphs = !graphs || strcmp(graphs, "0") != 0;
   b->trace = g_strcmp0(g_getenv("PINGPONG_CUDA_TRACE"), "1") == 0;
+  b->timing_period = opts->time_every_frame ? 1 : TIMING_PERIOD;
   g_mutex_init(&b->lock);
   g_cond_init(&b->wake);
   g_queue_init(&b->pending);

@@ -86,6 +86,11 @@ struct cuda_backend {
 
   /* PINGPONG_CUDA_TRACE=1: where submit's time goes, printed at destroy. */
   bool trace;
+  unsigned timing_period; /* time one frame in this many (1 with time_every_frame) */
+  /* An event recorded at a known host time (anchor_ns), so event times can
+   * be put on the host's clock for traces. */
+  cudaEvent_t anchor;
+  int64_t anchor_ns;
   double trace_us[5]; /* staging, upload, MLP, download + completion, total */
   uint64_t trace_frames;
   double trace_waiter_cpu_us; /* waiter's busy time: sleeping excluded */

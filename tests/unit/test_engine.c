@@ -508,7 +508,7 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
   test_rng_seed(&rng, seed ^ (w * 31 + h));
   pp_backend *backend = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_backend_cpu_new(&backend, &msg), 0);
+  assert_int_equal(pp_backend_cpu_new(NULL, &backend, &msg), 0);
   pp_engine *engine = pp_engine_new(backend, NULL, NULL);
   pp_frame_layout layout;
   const uint32_t stride = (w * 3 + 3) / 4 * 4;
