@@ -125,7 +125,7 @@ gst_score_overlay_set_info(GstVideoFilter *filter, GstCaps *incaps, GstVideoInfo
   self->index_row = g_new(guint16, w);
   self->col0 = g_new(guint16, w);
   self->col1 = g_new(guint16, w);
-  self->col_w = g_new(gfloat, w);
+  self->col_w = g_new(guint16, w);
   self->colour_for = G_MAXUINT;
   return TRUE;
 }
@@ -141,7 +141,7 @@ ensure_cells(GstScoreOverlay *self, gsize cells, guint grid_w)
     self->cells = cells;
   }
   if (grid_w > self->scratch_cells) {
-    self->scratch = g_renew(gfloat, self->scratch, grid_w);
+    self->scratch = g_renew(gint32, self->scratch, grid_w);
     self->scratch_cells = grid_w;
   }
 }

@@ -37,15 +37,15 @@ struct _GstScoreOverlay {
   /* Streaming thread only. */
   gdouble seen_min, seen_max; /* range=running: since the stream started */
   gboolean seen_any;
-  gboolean warned_output; /* output-index past the meta's outputs, said once */
-  guint8 colour[256][4];  /* the colormap in the frame's components */
-  guint colour_for;       /* colormap `colour` was made for, G_MAXUINT: none */
-  guint16 *index_row;     /* a row's colormap indices, width entries */
-  guint8 *cell_index;     /* per sample */
-  gfloat *cell_value;     /* per sample, scaled to 0..255 */
-  gsize cells;            /* capacity of the two above */
-  guint16 *col0, *col1;   /* smooth: per column, width entries */
-  gfloat *col_w, *scratch;
+  gboolean warned_output;       /* output-index past the meta's outputs, said once */
+  guint8 colour[256][4];        /* the colormap in the frame's components */
+  guint colour_for;             /* colormap `colour` was made for, G_MAXUINT: none */
+  guint16 *index_row;           /* a row's colormap indices, width entries */
+  guint8 *cell_index;           /* per sample */
+  gfloat *cell_value;           /* per sample, scaled to 0..255 */
+  gsize cells;                  /* capacity of the two above */
+  guint16 *col0, *col1, *col_w; /* smooth: per column, width entries */
+  gint32 *scratch;
   guint scratch_cells;
 };
 

