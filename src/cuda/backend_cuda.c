@@ -102,17 +102,72 @@ adopt_context(cuda_backend *b, void *context, char **msg)
 
 /* ---- host memory ---------------------------------------------------------- */
 
+/* Pinned memory is registered in, and unregistered from, the primary
+ * context, whatever context the calling thread has current: a buffer may
+ * be freed on any thread (an application's appsink) and after the
+ * pipeline's shared context is gone, and an unregister in another context
+ * than the register fails (cudaErrorHostMemoryNotRegistered, seen under
+ * compute-sanitizer). Portable registration makes it pinned for every
+ * context. */
+typedef int (*ctx_get_fn)(void **ctx);
+typedef int (*ctx_set_fn)(void *ctx);
+static ctx_get_fn ctx_get_current;
+static ctx_set_fn ctx_set_current;
+
+static void
+find_context_calls(void)
+{
+  static gsize done;
+  if (!g_once_init_enter(&done))
+    return;
+  void *get = NULL, *set = NULL;
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 12000, cudaEnableDefault, &found) ==
+          cudaSuccess &&
+      found == cudaDriverEntryPointSuccess &&
+      cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 12000, cudaEnableDefault, &found) ==
+          cudaSuccess &&
+      found == cudaDriverEntryPointSuccess) {
+    ctx_get_current = (ctx_get_fn) get;
+    ctx_set_current = (ctx_set_fn) set;
+  }
+  g_once_init_leave(&done, 1);
+}
+
+/* Leaves the thread with no current context, so the runtime uses its
+ * device's primary one; returns what was current, for restore_context. */
+static void *
+use_primary_context(void)
+{
+  find_context_calls();
+  void *saved = NULL;
+  if (ctx_get_current && ctx_get_current(&saved) == 0 && saved)
+    ctx_set_current(NULL);
+  return saved;
+}
+
+static void
+restore_context(void *saved)
+{
+  if (saved)
+    ctx_set_current(saved);
+}
+
 int
 cuda_host_register(void *ptr, size_t bytes, char **msg)
 {
-  CUDA_CHECK(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
-  return 0;
+  void *saved = use_primary_context();
+  const cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable);
+  restore_context(saved);
+  return err == cudaSuccess ? 0 : pp_cuda_fail(msg, "cudaHostRegister", err, __FILE__, __LINE__);
 }
 
 void
 cuda_host_unregister(void *ptr)
 {
+  void *saved = use_primary_context();
   cudaHostUnregister(ptr);
+  restore_context(saved);
 }
 
 /* A slot's staging memory: mapped like the frames' own (host_memory.h). */
@@ -131,7 +186,7 @@ static void
 staging_free(void *ptr, size_t bytes)
 {
   if (ptr) {
-    cudaHostUnregister(ptr);
+    cuda_host_unregister(ptr);
     pp_host_unmap(ptr, bytes);
   }
 }
@@ -407,17 +462,25 @@ anchor_clock(cuda_backend *b, char **msg)
 {
   if (!b->anchor)
     CUDA_CHECK(cudaEventCreate(&b->anchor));
-  int64_t best = INT64_MAX;
-  for (int i = 0; i < 3; i++) { /* the first warms up */
+  /* Nothing of ours may run ahead of the anchor, or it marks when that
+   * work ended instead of when it was recorded. */
+  for (unsigned i = 0; i < b->n_slots; i++)
+    CUDA_CHECK(cudaStreamSynchronize(b->slots[i].stream));
+  CUDA_CHECK(cudaStreamSynchronize(b->setup_stream));
+  /* The last round is the anchor, so rounds go on until one is as tight as
+   * the tightest seen (at most 20). */
+  int64_t best = INT64_MAX, window = INT64_MAX;
+  for (int i = 0; i < 20 && (i < 4 || window > best); i++) {
     const int64_t before = pp_now_ns();
     CUDA_CHECK(cudaEventRecord(b->anchor, b->setup_stream));
     CUDA_CHECK(cudaEventSynchronize(b->anchor));
     const int64_t after = pp_now_ns();
-    if (i > 0 && after - before < best) {
-      best = after - before;
-      b->anchor_ns = before + (after - before) / 2;
-    }
+    window = after - before;
+    b->anchor_ns = before + window / 2;
+    if (i > 0) /* the first warms up */
+      best = MIN(best, window);
   }
+  b->anchor_window_ns = window;
   return 0;
 }
 

@@ -90,7 +90,7 @@ struct cuda_backend {
   /* An event recorded at a known host time (anchor_ns), so event times can
    * be put on the host's clock for traces. */
   cudaEvent_t anchor;
-  int64_t anchor_ns;
+  int64_t anchor_ns, anchor_window_ns;
   double trace_us[5]; /* staging, upload, MLP, download + completion, total */
   uint64_t trace_frames;
   double trace_waiter_cpu_us; /* waiter's busy time: sleeping excluded */
