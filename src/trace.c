@@ -54,11 +54,22 @@ record(pp_trace *t, int32_t pid, int32_t tid, const char *name, int64_t start_ns
   t->spans[i] = (span){ name, start_ns, end_ns, frame, pid, tid };
 }
 
+/* The calling thread's id, asked of the kernel once per thread (a system
+ * call each time made a span cost 480 ns instead of 60). */
+static int32_t
+thread_id(void)
+{
+  static __thread int32_t tid;
+  if (!tid)
+    tid = (int32_t) syscall(SYS_gettid);
+  return tid;
+}
+
 void
 pp_trace_host(pp_trace *t, const char *name, int64_t start_ns, int64_t end_ns, int64_t frame)
 {
   if (t)
-    record(t, HOST_PID, (int32_t) syscall(SYS_gettid), name, start_ns, end_ns, frame);
+    record(t, HOST_PID, thread_id(), name, start_ns, end_ns, frame);
 }
 
 void
