@@ -13,7 +13,8 @@
  *                          none;
  *   GST_PP_SCORES_TENSOR   the frame was other/tensors: sample i is its row i.
  *
- * Reading it from an application, which does not link the plugin: the
+ * Reading it from an application, which does not link the plugin (this
+ * header is installed as <pingpong/gstppscoresmeta.h>): the
  * struct below, and the API type found by its name once the plugin is
  * loaded:
  *
