@@ -24,6 +24,7 @@
 
 #include "cudainput.h"
 #include "cudamlpcaps.h"
+#include "cudamlptrace.h"
 #include "stats.h"
 #include "trace.h"
 #include "cudamlpenums.h"
@@ -149,45 +150,6 @@ post_stats(GstCudaMlp *self)
 
 /* ---- start / stop ------------------------------------------------------- */
 
-/* ---- trace ---------------------------------------------------------------- */
-
-/* PINGPONG_TRACE=path.json: a Chrome trace of the run, written at stop;
- * "{name}" in the path becomes the element's name (several cudamlps). */
-static gchar *
-trace_path_for(GstCudaMlp *self)
-{
-  const gchar *path = g_getenv("PINGPONG_TRACE");
-  if (!path || !*path)
-    return NULL;
-  GString *s = g_string_new(path);
-  g_string_replace(s, "{name}", GST_OBJECT_NAME(self), 0);
-  return g_string_free(s, FALSE);
-}
-
-/* Spans kept at most (PINGPONG_TRACE_SPANS): ~40 bytes each, about ten a
- * frame. */
-static guint
-trace_capacity(void)
-{
-  const gchar *spans = g_getenv("PINGPONG_TRACE_SPANS");
-  guint64 n = 0;
-  if (!spans || !g_ascii_string_to_unsigned(spans, 10, 1, 1u << 26, &n, NULL))
-    n = 1u << 18;
-  return (guint) n;
-}
-
-static void
-close_trace(GstCudaMlp *self)
-{
-  if (!self->trace)
-    return;
-  gchar *msg = NULL;
-  if (pp_trace_close(g_steal_pointer(&self->trace), &msg) < 0) {
-    GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("Cannot write the trace."), ("%s", msg));
-    g_free(msg);
-  }
-}
-
 static gboolean
 gst_cuda_mlp_start(GstCudaMlp *self)
 {
@@ -200,7 +162,7 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   /* The backend runs in the pipeline's CUDA context, so the kernels can read
    * what NVDEC or cudaupload left in device memory. */
   options.cuda_context = pp_cuda_input_handle(self->cuda_context);
-  g_autofree gchar *trace_path = trace_path_for(self);
+  g_autofree gchar *trace_path = gst_cuda_mlp_trace_path(self);
   options.time_every_frame = trace_path != NULL;
   GST_OBJECT_UNLOCK(self);
 
@@ -247,7 +209,7 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   self->chained = 0;
   if (trace_path) {
     g_autofree gchar *process = g_strdup_printf("%s (host)", GST_OBJECT_NAME(self));
-    self->trace = pp_trace_new(trace_path, process, trace_capacity());
+    self->trace = pp_trace_new(trace_path, process, gst_cuda_mlp_trace_capacity());
     pp_engine_set_trace(self->engine, self->trace);
   }
   GST_OBJECT_UNLOCK(self);
@@ -273,7 +235,7 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
   GST_OBJECT_UNLOCK(self);
   /* Frees what is in flight exactly once, through discard_item. */
   g_clear_pointer(&engine, pp_engine_free);
-  close_trace(self);
+  gst_cuda_mlp_close_trace(self);
   if (self->output_pool) {
     gst_buffer_pool_set_active(self->output_pool, FALSE);
     gst_clear_object(&self->output_pool);

@@ -7,6 +7,9 @@ set -euo pipefail
 build=$1 python=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 "$python" -c 'import matplotlib' 2> /dev/null || { echo "no matplotlib: skipped"; exit 77; }
+# The benchmark links the CUDA runtime (for its GPU timings), so it cannot
+# start where tests/without-cuda.sh hides it.
+[ -z "${PP_TEST_CUDA_LIBS_HIDDEN:-}" ] || { echo "CUDA libraries hidden: skipped"; exit 77; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export GST_PLUGIN_PATH=$build/plugins
