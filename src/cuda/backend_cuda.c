@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "backend_cuda_priv.h"
 #include "host_memory.h"
@@ -26,12 +25,6 @@
 /* Stage times are read back for one frame in this many: reading them costs
  * the consumer thread a few microseconds. */
 #define TIMING_PERIOD 8
-/* The completion waiter sleeps until shortly before a frame is expected to
- * be done (a running mean of how long frames take), then polls its event:
- * polling sees a finished frame ~10 µs after it is done, a blocking wait
- * 28 µs later (tools/cuda-api-cost). See wait_for_frame. */
-#define SLEEP_STEP_US 20
-#define POLL_AT_MOST_US 300
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -60,8 +53,8 @@ pp_blas_fail(char **msg, const char *call, cublasStatus_t status, const char *fi
 /* Makes the backend's context current on the calling thread: the primary
  * context of its device, or the shared one it was given. The runtime API
  * then runs everything in it. */
-static cudaError_t
-bind_context(cuda_backend *b)
+cudaError_t
+cuda_bind_context(cuda_backend *b)
 {
   if (!b->context)
     return cudaSetDevice(b->device);
@@ -100,102 +93,11 @@ adopt_context(cuda_backend *b, void *context, char **msg)
   return 0;
 }
 
-/* ---- host memory ---------------------------------------------------------- */
-
-/* Pinned memory is registered in, and unregistered from, the primary
- * context, whatever context the calling thread has current: a buffer may
- * be freed on any thread (an application's appsink) and after the
- * pipeline's shared context is gone, and an unregister in another context
- * than the register fails (cudaErrorHostMemoryNotRegistered, seen under
- * compute-sanitizer). Portable registration makes it pinned for every
- * context. */
-typedef int (*ctx_get_fn)(void **ctx);
-typedef int (*ctx_set_fn)(void *ctx);
-static ctx_get_fn ctx_get_current;
-static ctx_set_fn ctx_set_current;
-
-static void
-find_context_calls(void)
-{
-  static gsize done;
-  if (!g_once_init_enter(&done))
-    return;
-  void *get = NULL, *set = NULL;
-  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 12000, cudaEnableDefault, &found) ==
-          cudaSuccess &&
-      found == cudaDriverEntryPointSuccess &&
-      cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 12000, cudaEnableDefault, &found) ==
-          cudaSuccess &&
-      found == cudaDriverEntryPointSuccess) {
-    ctx_get_current = (ctx_get_fn) get;
-    ctx_set_current = (ctx_set_fn) set;
-  }
-  g_once_init_leave(&done, 1);
-}
-
-/* Leaves the thread with no current context, so the runtime uses its
- * device's primary one; returns what was current, for restore_context. */
-static void *
-use_primary_context(void)
-{
-  find_context_calls();
-  void *saved = NULL;
-  if (ctx_get_current && ctx_get_current(&saved) == 0 && saved)
-    ctx_set_current(NULL);
-  return saved;
-}
-
-static void
-restore_context(void *saved)
-{
-  if (saved)
-    ctx_set_current(saved);
-}
-
-int
-cuda_host_register(void *ptr, size_t bytes, char **msg)
-{
-  void *saved = use_primary_context();
-  const cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable);
-  restore_context(saved);
-  return err == cudaSuccess ? 0 : pp_cuda_fail(msg, "cudaHostRegister", err, __FILE__, __LINE__);
-}
-
-void
-cuda_host_unregister(void *ptr)
-{
-  void *saved = use_primary_context();
-  cudaHostUnregister(ptr);
-  restore_context(saved);
-}
-
-/* A slot's staging memory: mapped like the frames' own (host_memory.h). */
-static void *
-staging_alloc(size_t bytes, char **msg)
-{
-  void *ptr = pp_host_map(bytes, msg);
-  if (ptr && cuda_host_register(ptr, pp_host_mapped_bytes(bytes), msg) < 0) {
-    pp_host_unmap(ptr, bytes);
-    return NULL;
-  }
-  return ptr;
-}
-
-static void
-staging_free(void *ptr, size_t bytes)
-{
-  if (ptr) {
-    cuda_host_unregister(ptr);
-    pp_host_unmap(ptr, bytes);
-  }
-}
-
 /* ---- one frame ------------------------------------------------------------ */
 
 /* Whether finish has nothing to do for the slot's current frame. */
-static bool
-slot_free(const cuda_slot *s)
+bool
+cuda_slot_free(const cuda_slot *s)
 {
   return !s->staged_out && !s->timed;
 }
@@ -205,7 +107,7 @@ host_done(void *data)
 {
   /* Runs on CUDA's callback thread: no CUDA calls here. */
   cuda_slot *s = data;
-  s->owner->base.complete(s->owner->base.complete_data, s->index, 0, NULL, slot_free(s));
+  s->owner->base.complete(s->owner->base.complete_data, s->index, 0, NULL, cuda_slot_free(s));
 }
 
 /* A timing event, only on the frames whose stage times are read. */
@@ -271,71 +173,6 @@ capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
   return 0;
 }
 
-/* ---- completion by event ---------------------------------------------------- */
-
-/* Waits for a frame's `done` event: sleeps in short steps (looking at the
- * event between them) until 80% of the expected time has passed, polls
- * from then on, and after POLL_AT_MOST_US of polling blocks instead. Short
- * steps keep an estimate that runs high from costing more than a step. */
-static cudaError_t
-wait_for_frame(cudaEvent_t done, int64_t submitted_ns, double expected_us)
-{
-  const int64_t poll_from = submitted_ns + (int64_t) (expected_us * 0.8 * 1000);
-  int64_t give_up = 0;
-  cudaError_t err;
-  while ((err = cudaEventQuery(done)) == cudaErrorNotReady) {
-    const int64_t now = pp_now_ns();
-    if (now < poll_from) {
-      const int64_t step_us = (poll_from - now) / 1000;
-      g_usleep(step_us < SLEEP_STEP_US ? step_us : SLEEP_STEP_US);
-      continue;
-    }
-    if (!give_up)
-      give_up = now + POLL_AT_MOST_US * 1000;
-    else if (now > give_up)
-      return cudaEventSynchronize(done);
-  }
-  return err;
-}
-
-static gpointer
-waiter_main(gpointer data)
-{
-  cuda_backend *b = data;
-  bind_context(b);
-  /* Sleep to within microseconds of the expected completion, not 50. */
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  g_mutex_lock(&b->lock);
-  for (;;) {
-    while (!b->quit && g_queue_is_empty(&b->pending))
-      g_cond_wait(&b->wake, &b->lock);
-    if (g_queue_is_empty(&b->pending))
-      break; /* quit, and nothing left to report */
-    const unsigned index = GPOINTER_TO_UINT(g_queue_peek_head(&b->pending));
-    cuda_slot *s = &b->slots[index];
-    const int64_t submitted = s->submitted_ns;
-    const double expected_us = b->frame_us;
-    g_mutex_unlock(&b->lock);
-
-    const cudaError_t err = wait_for_frame(s->ev_done, submitted, expected_us);
-    const double took_us = (pp_now_ns() - submitted) / 1000.0;
-    char *msg = NULL;
-    if (err != cudaSuccess)
-      pp_cuda_fail(&msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
-    b->base.complete(b->base.complete_data, index, err == cudaSuccess ? 0 : -EIO, msg,
-                     err == cudaSuccess && slot_free(s));
-    g_free(msg);
-    g_mutex_lock(&b->lock);
-    /* Frames queue behind each other, so this measures submit to done as
-     * the pipeline runs it; the mean follows changes within ~8 frames. */
-    b->frame_us = b->frame_us ? 0.875 * b->frame_us + 0.125 * took_us : took_us;
-    g_queue_pop_head(&b->pending);
-    g_cond_broadcast(&b->wake);
-  }
-  g_mutex_unlock(&b->lock);
-  return NULL;
-}
-
 /* ---- pp_backend_ops ----------------------------------------------------------- */
 
 /* A frame already on the device: each plane copied into the slot's frame
@@ -364,7 +201,7 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   cuda_backend *b = (cuda_backend *) base;
   cuda_slot *s = &b->slots[index];
   const int64_t t0 = pp_now_ns();
-  CUDA_CHECK(bind_context(b));
+  CUDA_CHECK(cuda_bind_context(b));
 
   const void *src = job->input;
   if (job->input_on_device) {
@@ -452,43 +289,11 @@ cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times 
   return 0;
 }
 
-/* Puts event times on the host's clock: an event recorded on an idle
- * stream runs between the host's calls around it, so its time is their
- * midpoint, within half their distance (a few µs, docs/PERFORMANCE.md).
- * cudaEventElapsedTime's float milliseconds keep µs precision for ~10 s
- * after the anchor: it is set again at every configure. */
-static int
-anchor_clock(cuda_backend *b, char **msg)
-{
-  if (!b->anchor)
-    CUDA_CHECK(cudaEventCreate(&b->anchor));
-  /* Nothing of ours may run ahead of the anchor, or it marks when that
-   * work ended instead of when it was recorded. */
-  for (unsigned i = 0; i < b->n_slots; i++)
-    CUDA_CHECK(cudaStreamSynchronize(b->slots[i].stream));
-  CUDA_CHECK(cudaStreamSynchronize(b->setup_stream));
-  /* The last round is the anchor, so rounds go on until one is as tight as
-   * the tightest seen (at most 20). */
-  int64_t best = INT64_MAX, window = INT64_MAX;
-  for (int i = 0; i < 20 && (i < 4 || window > best); i++) {
-    const int64_t before = pp_now_ns();
-    CUDA_CHECK(cudaEventRecord(b->anchor, b->setup_stream));
-    CUDA_CHECK(cudaEventSynchronize(b->anchor));
-    const int64_t after = pp_now_ns();
-    window = after - before;
-    b->anchor_ns = before + window / 2;
-    if (i > 0) /* the first warms up */
-      best = MIN(best, window);
-  }
-  b->anchor_window_ns = window;
-  return 0;
-}
-
-static int
+int
 cuda_sync(pp_backend *base)
 {
   cuda_backend *b = (cuda_backend *) base;
-  bind_context(b);
+  cuda_bind_context(b);
   for (unsigned i = 0; i < b->n_slots; i++)
     cudaStreamSynchronize(b->slots[i].stream);
   g_mutex_lock(&b->lock);
@@ -502,7 +307,7 @@ static int
 cuda_poll(pp_backend *base, unsigned index, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
-  CUDA_CHECK(bind_context(b));
+  CUDA_CHECK(cuda_bind_context(b));
   const cudaError_t err = cudaStreamQuery(b->slots[index].stream);
   if (err == cudaSuccess || err == cudaErrorNotReady)
     return 0;
@@ -533,8 +338,8 @@ free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
   cudaFree(s->d_h[1]);
   cudaFree(s->d_out);
   cudaFree(s->workspace);
-  staging_free(s->staging_in, frame_bytes);
-  staging_free(s->staging_out, out_bytes);
+  cuda_staging_free(s->staging_in, frame_bytes);
+  cuda_staging_free(s->staging_out, out_bytes);
   memset(s, 0, sizeof *s);
 }
 
@@ -563,8 +368,8 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
     CUDA_CHECK(cudaEventCreate(timing[i]));
   /* The completion waiter sleeps rather than spins on its event. */
   CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_done, cudaEventDisableTiming | cudaEventBlockingSync));
-  if (!(s->staging_in = staging_alloc(l->frame_bytes, msg)) ||
-      !(s->staging_out = staging_alloc(b->out_bytes, msg)))
+  if (!(s->staging_in = cuda_staging_alloc(l->frame_bytes, msg)) ||
+      !(s->staging_out = cuda_staging_alloc(b->out_bytes, msg)))
     return -ENOMEM;
   CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
   if (l->kind != PP_LAYOUT_TENSOR)
@@ -632,7 +437,7 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
     *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, model->k);
     return -EINVAL;
   }
-  CUDA_CHECK(bind_context(b));
+  CUDA_CHECK(cuda_bind_context(b));
   cuda_sync(base);
   free_slots(b);
   int rc = 0;
@@ -658,7 +463,7 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
     goto fail;
   if ((rc = pp_gpu_mlp_plan(b, msg)) < 0)
     goto fail;
-  if ((rc = anchor_clock(b, msg)) < 0)
+  if ((rc = cuda_anchor_clock(b, msg)) < 0)
     goto fail;
 
   const bool graphs = b->use_graphs;
@@ -712,7 +517,7 @@ cuda_destroy(pp_backend *base)
                b->trace_frames, b->trace_us[0] / n, b->trace_us[1] / n, b->trace_us[2] / n,
                b->trace_us[3] / n, b->trace_us[4] / n, b->description);
   }
-  bind_context(b);
+  cuda_bind_context(b);
   cuda_sync(base);
   g_mutex_lock(&b->lock);
   b->quit = true;
@@ -786,77 +591,7 @@ cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
     return rc;
   }
   if (b->completion == PP_COMPLETION_EVENT_THREAD)
-    b->waiter = g_thread_new("pp-cuda-wait", waiter_main, b);
+    b->waiter = g_thread_new("pp-cuda-wait", cuda_waiter_main, b);
   *out = &b->base;
   return 0;
-}
-
-/* ---- for the benchmark ------------------------------------------------------- */
-
-/* One stage alone, `reps` times: 0 = upload, 1 = MLP, 2 = download. */
-static int
-time_stage(cuda_backend *b, int stage, const void *input, float *output, unsigned reps, double *us,
-           char **msg)
-{
-  cuda_slot *s = &b->slots[0];
-  g_autofree double *samples = g_new(double, reps);
-  int rc = 0;
-  for (unsigned i = 0; i < reps + 2 && rc == 0; i++) {
-    CUDA_CHECK(pp_cuda_spin(s->stream, TIMING_LEAD_US));
-    CUDA_CHECK(cudaEventRecord(s->ev_start, s->stream));
-    if (stage == 0)
-      CUDA_CHECK(cudaMemcpyAsync(s->d_in, input, b->layout.frame_bytes, cudaMemcpyHostToDevice,
-                                 s->stream));
-    else if (stage == 1)
-      rc = pp_gpu_mlp_run(b, s, PP_N_PATHS, s->stream, msg);
-    else
-      CUDA_CHECK(
-          cudaMemcpyAsync(output, s->d_out, b->out_bytes, cudaMemcpyDeviceToHost, s->stream));
-    CUDA_CHECK(cudaEventRecord(s->ev_h2d, s->stream));
-    CUDA_CHECK(cudaEventSynchronize(s->ev_h2d));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s->ev_start, s->ev_h2d));
-    if (i >= 2) /* two warm-up runs */
-      samples[i - 2] = ms * 1000.0;
-  }
-  if (rc == 0)
-    *us = pp_median(samples, reps);
-  return rc;
-}
-
-/* Before timing: configured, on our device, nothing else running. */
-static int
-ready_to_time(cuda_backend *b, unsigned reps, char **msg)
-{
-  if (b->n_slots == 0 || reps == 0) {
-    *msg = g_strdup("the backend is not configured");
-    return -EINVAL;
-  }
-  CUDA_CHECK(bind_context(b));
-  cuda_sync(&b->base);
-  return 0;
-}
-
-int
-cuda_time_stages(pp_backend *base, const void *input, float *output, unsigned reps,
-                 pp_cuda_stage_times *out, char **msg)
-{
-  cuda_backend *b = (cuda_backend *) base;
-  int rc = ready_to_time(b, reps, msg);
-  if (rc < 0)
-    return rc;
-  rc = time_stage(b, 0, input, output, reps, &out->h2d_us, msg);
-  if (rc == 0)
-    rc = time_stage(b, 1, input, output, reps, &out->mlp_us, msg);
-  if (rc == 0)
-    rc = time_stage(b, 2, input, output, reps, &out->d2h_us, msg);
-  return rc;
-}
-
-int
-cuda_time_paths(pp_backend *base, unsigned reps, double us[PP_N_PATHS], char **msg)
-{
-  cuda_backend *b = (cuda_backend *) base;
-  const int ready = ready_to_time(b, reps, msg);
-  return ready < 0 ? ready : pp_gpu_mlp_time_paths(b, reps, us, msg);
 }

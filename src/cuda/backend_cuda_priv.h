@@ -123,7 +123,31 @@ int pp_blas_fail(char **msg, const char *call, cublasStatus_t status, const char
       return pp_blas_fail(msg, #call, status_, __FILE__, __LINE__);                                \
   } while (0)
 
-/* ---- backend_cuda.c: what module.c puts in the module's table ------------ */
+/* ---- backend_cuda.c: shared with the files below --------------------------- */
+
+/* Makes the backend's context current on the calling thread. */
+cudaError_t cuda_bind_context(cuda_backend *b);
+/* Whether finish has nothing to do for the slot's current frame. */
+bool cuda_slot_free(const cuda_slot *s);
+int cuda_sync(pp_backend *b);
+
+/* ---- pinned.c ---------------------------------------------------------------- */
+
+/* A slot's staging memory: mapped like the frames' own, then registered. */
+void *cuda_staging_alloc(size_t bytes, char **msg);
+void cuda_staging_free(void *ptr, size_t bytes);
+
+/* ---- waiter.c ------------------------------------------------------------------ */
+
+/* completion=event-thread: the thread that reports each frame. */
+gpointer cuda_waiter_main(gpointer data);
+
+/* ---- timing.c ------------------------------------------------------------------ */
+
+/* At configure: an event at a known host time, for traces. */
+int cuda_anchor_clock(cuda_backend *b, char **msg);
+
+/* ---- what module.c puts in the module's table ---------------------------- */
 
 int cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg);
 int cuda_host_register(void *ptr, size_t bytes, char **msg);
