@@ -499,6 +499,8 @@ free_backend(cuda_backend *b)
     cublasLtDestroy(b->lt);
   if (b->anchor)
     cudaEventDestroy(b->anchor);
+  if (b->anchor_spare)
+    cudaEventDestroy(b->anchor_spare);
   if (b->setup_stream)
     cudaStreamDestroy(b->setup_stream);
   g_mutex_clear(&b->lock);

@@ -89,7 +89,7 @@ struct cuda_backend {
   unsigned timing_period; /* time one frame in this many (1 with time_every_frame) */
   /* An event recorded at a known host time (anchor_ns), so event times can
    * be put on the host's clock for traces. */
-  cudaEvent_t anchor;
+  cudaEvent_t anchor, anchor_spare;
   int64_t anchor_ns, anchor_window_ns;
   double trace_us[5]; /* staging, upload, MLP, download + completion, total */
   uint64_t trace_frames;

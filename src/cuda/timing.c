@@ -5,9 +5,15 @@
 #include "backend_cuda_priv.h"
 #include "stats.h"
 
-/* Puts event times on the host's clock: an event recorded on an idle
- * stream runs between the host's calls around it, so its time is their
- * midpoint, within half their distance (a few µs, docs/PERFORMANCE.md).
+/* Puts event times on the host's clock. An event recorded on an idle stream
+ * has run by the time cudaEventSynchronize returns, so its time is at most
+ * the host's time then: taking that time, device spans can only come out
+ * late, by the synchronize's wake-up, never before the host work that
+ * caused them (the midpoint of the round, tried first, put a frame's H2D
+ * 95 µs before its submit while other processes shared the GPU, whose
+ * time-slicing delays the event towards the end of the round). Of several
+ * rounds the tightest is kept, which leaves out the ones where this thread
+ * was descheduled; its width bounds the error (anchor_window_ns).
  * cudaEventElapsedTime's float milliseconds keep µs precision for ~10 s
  * after the anchor: it is set again at every configure. */
 int
@@ -15,25 +21,27 @@ cuda_anchor_clock(cuda_backend *b, char **msg)
 {
   if (!b->anchor)
     CUDA_CHECK(cudaEventCreate(&b->anchor));
+  if (!b->anchor_spare)
+    CUDA_CHECK(cudaEventCreate(&b->anchor_spare));
   /* Nothing of ours may run ahead of the anchor, or it marks when that
    * work ended instead of when it was recorded. */
   for (unsigned i = 0; i < b->n_slots; i++)
     CUDA_CHECK(cudaStreamSynchronize(b->slots[i].stream));
   CUDA_CHECK(cudaStreamSynchronize(b->setup_stream));
-  /* The last round is the anchor, so rounds go on until one is as tight as
-   * the tightest seen (at most 20). */
-  int64_t best = INT64_MAX, window = INT64_MAX;
-  for (int i = 0; i < 20 && (i < 4 || window > best); i++) {
+  b->anchor_window_ns = INT64_MAX;
+  for (int i = 0; i < 8; i++) { /* the first warms up */
     const int64_t before = pp_now_ns();
-    CUDA_CHECK(cudaEventRecord(b->anchor, b->setup_stream));
-    CUDA_CHECK(cudaEventSynchronize(b->anchor));
+    CUDA_CHECK(cudaEventRecord(b->anchor_spare, b->setup_stream));
+    CUDA_CHECK(cudaEventSynchronize(b->anchor_spare));
     const int64_t after = pp_now_ns();
-    window = after - before;
-    b->anchor_ns = before + window / 2;
-    if (i > 0) /* the first warms up */
-      best = MIN(best, window);
+    if (i > 0 && after - before < b->anchor_window_ns) {
+      cudaEvent_t tightest = b->anchor_spare;
+      b->anchor_spare = b->anchor;
+      b->anchor = tightest;
+      b->anchor_ns = after;
+      b->anchor_window_ns = after - before;
+    }
   }
-  b->anchor_window_ns = window;
   return 0;
 }
 
