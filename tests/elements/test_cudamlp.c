@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "piperun.h"
 #include "testutil.h"
 
 static uint64_t seed;
@@ -326,6 +327,19 @@ test_rgb_and_bgr_agree(void **state)
   g_free(im.rgba);
 }
 
+/* One random 7×45 other/tensors frame through the harness, checked against
+ * `model` on the CPU. */
+static void
+push_tensor_and_check(GstHarness *h, const pp_model *model, test_rng *rng)
+{
+  float x[7 * 45];
+  test_rng_fill_floats(rng, x, G_N_ELEMENTS(x), -2, 2);
+  assert_int_equal(gst_harness_push(h, gst_buffer_new_memdup(x, sizeof x)), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(h);
+  check_output(out, model, x, 7);
+  gst_buffer_unref(out);
+}
+
 static void
 test_tensor_input(void **state)
 {
@@ -337,14 +351,8 @@ test_tensor_input(void **state)
   gst_harness_set_src_caps_str(h, "other/tensors,format=static,num_tensors=1,types=float32,"
                                   "dimensions=(string)45:7:1:1,framerate=10/1");
   pp_model *model = generated(45, 33, 4, PP_HIDDEN_AUTO);
-  for (int i = 0; i < 4; i++) {
-    float x[7 * 45];
-    test_rng_fill_floats(&rng, x, G_N_ELEMENTS(x), -2, 2);
-    assert_int_equal(gst_harness_push(h, gst_buffer_new_memdup(x, sizeof x)), GST_FLOW_OK);
-    GstBuffer *out = gst_harness_pull(h);
-    check_output(out, model, x, 7);
-    gst_buffer_unref(out);
-  }
+  for (int i = 0; i < 4; i++)
+    push_tensor_and_check(h, model, &rng);
   pp_model_free(model);
   finish(h, bus);
 }
@@ -725,12 +733,7 @@ test_generated_layers(void **state)
     pp_model *model = NULL;
     assert_int_equal(
         pp_model_generate_layers(45, cases[c].n_layers, cases[c].outs, cases[c].acts, &model), 0);
-    float x[7 * 45];
-    test_rng_fill_floats(&rng, x, G_N_ELEMENTS(x), -2, 2);
-    assert_int_equal(gst_harness_push(h, gst_buffer_new_memdup(x, sizeof x)), GST_FLOW_OK);
-    GstBuffer *out = gst_harness_pull(h);
-    check_output(out, model, x, 7);
-    gst_buffer_unref(out);
+    push_tensor_and_check(h, model, &rng);
     pp_model_free(model);
     finish(h, bus);
   }
@@ -929,16 +932,11 @@ test_pipeline_runs_to_eos(void **state)
       g_strdup_printf("videotestsrc num-buffers=60 ! video/x-raw,format=RGB,width=96,height=64 ! "
                       "cudamlp name=mlp backend=%s mapping=patches patch-size=8 ! fakesink",
                       backend_name);
-  GstElement *pipeline = gst_parse_launch(desc, NULL);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  assert_non_null(msg);
-  assert_int_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
+  GstElement *pipeline = NULL;
+  g_autofree gchar *error = test_run_pipeline(desc, &pipeline);
+  if (error)
+    fail_msg("%s", error);
   GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
-  gst_element_set_state(pipeline, GST_STATE_NULL);
   /* The figures survive the stop. */
   GstStructure *stats;
   g_object_get(mlp, "stats", &stats, NULL);
@@ -947,7 +945,6 @@ test_pipeline_runs_to_eos(void **state)
   assert_int_equal(frames, 60);
   gst_structure_free(stats);
   gst_object_unref(mlp);
-  gst_object_unref(bus);
   gst_object_unref(pipeline);
 }
 

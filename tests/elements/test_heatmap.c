@@ -130,26 +130,40 @@ expect_pixel(GstSample *sample, int x, int y, const guint8 want[3], int tol, con
 }
 
 #define CAPS "video/x-raw,format=RGBx,width=64,height=32,framerate=30/1"
+#define PATCHES "mapping=patches patch-size=16"
+
+/* The mean-brightness models for patches of PATCH and for rows of W
+ * pixels, written once for all tests (group setup). */
+static gchar *patch_model, *row_model;
+
+/* The halves frame (dark left, or with `vertical` dark top) through
+ * `before` (converters, or ""), cudamlp with `mapping` and the model that
+ * fits it, and `after`; what reaches the appsink. */
+static GstSample *
+draw(const char *before, const char *mapping, const char *after, gboolean vertical)
+{
+  const gboolean rows = g_str_has_prefix(mapping, "mapping=rows");
+  g_autofree gchar *desc = g_strdup_printf(
+      "appsrc name=src caps=" CAPS " ! %s cudamlp backend=%s model=%s %s ! %s ! appsink name=out",
+      before, backend_name, rows ? row_model : patch_model, mapping, after);
+  return run_one(desc, halves_frame(vertical), "out", NULL);
+}
 
 static void
 test_halves_take_the_colormap_ends(void **state)
 {
   (void) state;
-  g_autofree gchar *model = write_mean_model(PATCH * PATCH * 3);
   for (guint map = 0; map < gst_pp_n_colormaps; map++) {
     const char *nick = gst_pp_colormaps[map].nick;
     /* range=frame: the lowest score of the frame is the low end. */
-    g_autofree gchar *desc = g_strdup_printf(
-        "appsrc name=src caps=" CAPS " ! cudamlp backend=%s model=%s mapping=patches "
-        "patch-size=%d ! scoreoverlay colormap=%s opacity=1 range=frame ! appsink name=out",
-        backend_name, model, PATCH, nick);
-    GstSample *s = run_one(desc, halves_frame(FALSE), "out", NULL);
+    g_autofree gchar *overlay =
+        g_strdup_printf("scoreoverlay colormap=%s opacity=1 range=frame", nick);
+    GstSample *s = draw("", PATCHES, overlay, FALSE);
     for (int y = 0; y < H; y += 7)
       for (int x = 0; x < W; x += 5)
         expect_pixel(s, x, y, colormap_entry(nick, x < W / 2 ? 0 : 255), 0, nick);
     gst_sample_unref(s);
   }
-  g_unlink(model);
 }
 
 /* range=fixed 0..1 at opacity 0.5: each pixel is the frame and the colour
@@ -158,12 +172,7 @@ static void
 test_fixed_range_blends(void **state)
 {
   (void) state;
-  g_autofree gchar *model = write_mean_model(PATCH * PATCH * 3);
-  g_autofree gchar *desc = g_strdup_printf(
-      "appsrc name=src caps=" CAPS " ! cudamlp backend=%s model=%s mapping=patches patch-size=%d "
-      "! scoreoverlay opacity=0.5 range=fixed min=0 max=1 ! appsink name=out",
-      backend_name, model, PATCH);
-  GstSample *s = run_one(desc, halves_frame(FALSE), "out", NULL);
+  GstSample *s = draw("", PATCHES, "scoreoverlay opacity=0.5 range=fixed min=0 max=1", FALSE);
   for (int half = 0; half < 2; half++) {
     const int value = half ? BRIGHT : DARK;
     const guint8 *c = colormap_entry("viridis", value); /* score value/255 → index value */
@@ -173,7 +182,6 @@ test_fixed_range_blends(void **state)
     expect_pixel(s, half ? 50 : 10, 20, want, 1, "opacity 0.5");
   }
   gst_sample_unref(s);
-  g_unlink(model);
 }
 
 /* I420 frames are drawn in Y, U and V; read back through videoconvert,
@@ -183,18 +191,13 @@ static void
 test_yuv_frames(void **state)
 {
   (void) state;
-  g_autofree gchar *model = write_mean_model(PATCH * PATCH * 3);
-  g_autofree gchar *desc =
-      g_strdup_printf("appsrc name=src caps=" CAPS " ! videoconvert ! video/x-raw,format=I420 ! "
-                      "cudamlp backend=%s model=%s mapping=patches patch-size=%d ! "
+  GstSample *s = draw("videoconvert ! video/x-raw,format=I420 !", PATCHES,
                       "scoreoverlay opacity=1 range=frame colormap=coolwarm ! videoconvert ! "
-                      "video/x-raw,format=RGBx ! appsink name=out",
-                      backend_name, model, PATCH);
-  GstSample *s = run_one(desc, halves_frame(FALSE), "out", NULL);
+                      "video/x-raw,format=RGBx",
+                      FALSE);
   expect_pixel(s, 8, 8, colormap_entry("coolwarm", 0), 8, "I420 left");
   expect_pixel(s, 56, 24, colormap_entry("coolwarm", 255), 8, "I420 right");
   gst_sample_unref(s);
-  g_unlink(model);
 }
 
 /* smooth=true: the ends at the frame's edges, a value in between across
@@ -203,19 +206,14 @@ static void
 test_smooth(void **state)
 {
   (void) state;
-  g_autofree gchar *model = write_mean_model(PATCH * PATCH * 3);
-  g_autofree gchar *desc = g_strdup_printf(
-      "appsrc name=src caps=" CAPS " ! cudamlp backend=%s model=%s mapping=patches patch-size=%d "
-      "! scoreoverlay opacity=1 range=frame smooth=true colormap=magma ! appsink name=out",
-      backend_name, model, PATCH);
-  GstSample *s = run_one(desc, halves_frame(FALSE), "out", NULL);
+  GstSample *s =
+      draw("", PATCHES, "scoreoverlay opacity=1 range=frame smooth=true colormap=magma", FALSE);
   expect_pixel(s, 2, 16, colormap_entry("magma", 0), 0, "smooth left edge");
   expect_pixel(s, 62, 16, colormap_entry("magma", 255), 0, "smooth right edge");
   /* x = 32 lies at grid 1.53: 0.53 of the way from the dark to the bright centre. */
   const guint mid = (guint) lround((32.5 / PATCH - 0.5 - 1) * 255);
   expect_pixel(s, 32, 16, colormap_entry("magma", mid), 0, "smooth middle");
   gst_sample_unref(s);
-  g_unlink(model);
 }
 
 /* mapping=rows: a bar at the right edge, low end on the dark rows, high
@@ -224,12 +222,7 @@ static void
 test_rows_bar(void **state)
 {
   (void) state;
-  g_autofree gchar *model = write_mean_model(W * 3);
-  g_autofree gchar *desc =
-      g_strdup_printf("appsrc name=src caps=" CAPS " ! cudamlp backend=%s model=%s mapping=rows ! "
-                      "scoreoverlay opacity=1 range=frame bar-width=8 ! appsink name=out",
-                      backend_name, model);
-  GstSample *s = run_one(desc, halves_frame(TRUE), "out", NULL);
+  GstSample *s = draw("", "mapping=rows", "scoreoverlay opacity=1 range=frame bar-width=8", TRUE);
   const guint8 dark[3] = { DARK, DARK, DARK }, bright[3] = { BRIGHT, BRIGHT, BRIGHT };
   for (int y = 0; y < H; y += 3) {
     const gboolean lower = y >= H / 2;
@@ -238,7 +231,6 @@ test_rows_bar(void **state)
     expect_pixel(s, W - 9, y, lower ? bright : dark, 0, "beside the bar");
   }
   gst_sample_unref(s);
-  g_unlink(model);
 }
 
 /* The scores a frame carries through a tee and two queues: per patch, the
@@ -272,11 +264,10 @@ static void
 test_meta_survives_tee_and_queue(void **state)
 {
   (void) state;
-  g_autofree gchar *model = write_mean_model(PATCH * PATCH * 3);
   g_autofree gchar *desc = g_strdup_printf(
-      "appsrc name=src caps=" CAPS " ! cudamlp backend=%s model=%s mapping=patches patch-size=%d "
-      "output=video-meta ! tee name=t t. ! queue ! appsink name=out t. ! queue ! appsink name=out2",
-      backend_name, model, PATCH);
+      "appsrc name=src caps=" CAPS " ! cudamlp backend=%s model=%s " PATCHES " output=video-meta ! "
+      "tee name=t t. ! queue ! appsink name=out t. ! queue ! appsink name=out2",
+      backend_name, patch_model);
   GstSample *second = NULL;
   GstSample *first = run_one(desc, halves_frame(FALSE), "out", &second);
   assert_non_null(second);
@@ -291,7 +282,6 @@ test_meta_survives_tee_and_queue(void **state)
   gst_buffer_unmap(gst_sample_get_buffer(first), &map);
   gst_sample_unref(first);
   gst_sample_unref(second);
-  g_unlink(model);
 }
 
 static void
@@ -314,6 +304,26 @@ test_frames_without_meta_pass_unchanged(void **state)
   gst_sample_unref(s);
 }
 
+static int
+write_models(void **state)
+{
+  (void) state;
+  patch_model = write_mean_model(PATCH * PATCH * 3);
+  row_model = write_mean_model(W * 3);
+  return 0;
+}
+
+static int
+remove_models(void **state)
+{
+  (void) state;
+  g_unlink(patch_model);
+  g_unlink(row_model);
+  g_clear_pointer(&patch_model, g_free);
+  g_clear_pointer(&row_model, g_free);
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -331,7 +341,7 @@ main(int argc, char **argv)
     cmocka_unit_test(test_meta_survives_tee_and_queue),
     cmocka_unit_test(test_frames_without_meta_pass_unchanged),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  const int failed = cmocka_run_group_tests(tests, write_models, remove_models);
   gst_deinit();
   return failed;
 }

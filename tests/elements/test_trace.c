@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "piperun.h"
 #include "testutil.h"
 
 enum { FRAMES = 40, SLOTS = 3 };
@@ -59,17 +60,9 @@ run_traced(const char *path)
       "videotestsrc num-buffers=%d pattern=snow ! video/x-raw,format=GRAY8,width=256,height=128 ! "
       "cudamlp backend=%s slots=%d hidden-size=256 ! fakesink",
       FRAMES, backend_name, SLOTS);
-  GstElement *pipeline = gst_parse_launch(desc, NULL);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  assert_non_null(msg);
-  assert_int_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
-  gst_element_set_state(pipeline, GST_STATE_NULL); /* writes the trace */
-  gst_object_unref(bus);
-  gst_object_unref(pipeline);
+  g_autofree gchar *error = test_run_pipeline(desc, NULL); /* ends in NULL: the trace is written */
+  if (error)
+    fail_msg("%s", error);
   g_unsetenv("PINGPONG_TRACE");
 }
 
