@@ -10,7 +10,7 @@
 #define DEFAULT_ACTIVATION PP_HIDDEN_AUTO
 #define DEFAULT_COLOR PP_COLOR_RGB
 #define DEFAULT_BACKEND PP_BACKEND_AUTO
-#define DEFAULT_DEVICE_ID 0
+#define DEFAULT_DEVICE_ID "0"
 #define DEFAULT_PRECISION PP_PRECISION_FP32
 /* Measured faster on the H100 host: docs/PERFORMANCE.md, "Completion". */
 #define DEFAULT_COMPLETION PP_COMPLETION_EVENT_THREAD
@@ -71,9 +71,14 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
       GST_TYPE_CUDA_MLP_COLOR, DEFAULT_COLOR, CONFIG_FLAGS);
   props[PROP_BACKEND] = g_param_spec_enum("backend", "Backend", "Where the MLP runs",
                                           GST_TYPE_CUDA_MLP_BACKEND, DEFAULT_BACKEND, CONFIG_FLAGS);
-  props[PROP_DEVICE_ID] =
-      g_param_spec_int("device-id", "Device ID", "CUDA device to run on (backend=cuda or auto)", 0,
-                       G_MAXINT, DEFAULT_DEVICE_ID, CONFIG_FLAGS);
+  props[PROP_DEVICE_ID] = g_param_spec_string(
+      "device-id", "Device ID",
+      "CUDA device to run on (backend=cuda or auto): a number, a list such as \"0,1\" to spread "
+      "the slots over several GPUs (slot i on the i-th mod G, each with its own copy of the "
+      "weights; results stay in order; slots must be at least G), or -1 for every visible GPU. "
+      "Frames in CUDA memory need a single device. With backend=cpu a list runs one CPU backend "
+      "per entry",
+      DEFAULT_DEVICE_ID, CONFIG_FLAGS);
   props[PROP_PRECISION] = g_param_spec_enum(
       "precision", "Precision", "Arithmetic of the GEMMs on the GPU (the CPU always uses fp32)",
       GST_TYPE_CUDA_MLP_PRECISION, DEFAULT_PRECISION, CONFIG_FLAGS);
@@ -90,7 +95,9 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
       "Backend and how it runs frames (detail: MLP path, loads, completion, graphs), frames "
       "done, per-frame latency through the element (mean over all frames; p50, p99 over the "
       "last 4096) in microseconds, mean GPU stage times (sampled), staged (copied) inputs, and "
-      "where latency goes: the submit call, submit to completion, completion to push",
+      "where latency goes: the submit call, submit to completion, completion to push; and per "
+      "device (devices: an array of structures with id, slots, frames, latency-mean-us and "
+      "mlp-mean-us)",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties(object_class, N_PROPS, props);
 }
@@ -106,9 +113,10 @@ gst_cuda_mlp_init_config(GstCudaMlp *self)
   self->hidden_activation = DEFAULT_ACTIVATION;
   self->color = DEFAULT_COLOR;
   self->output = DEFAULT_OUTPUT;
+  self->device_ids = g_strdup(DEFAULT_DEVICE_ID);
   self->backend_options = (pp_backend_options){
     .kind = DEFAULT_BACKEND,
-    .device_id = DEFAULT_DEVICE_ID,
+    .device_id = 0,
     .precision = DEFAULT_PRECISION,
     .completion = DEFAULT_COMPLETION,
   };
@@ -156,9 +164,16 @@ gst_cuda_mlp_set_config(GObject *object, guint prop_id, const GValue *value, GPa
     case PROP_BACKEND:
       self->backend_options.kind = g_value_get_enum(value);
       break;
-    case PROP_DEVICE_ID:
-      self->backend_options.device_id = g_value_get_int(value);
+    case PROP_DEVICE_ID: {
+      /* Checked now, reported at start: an element error says what to fix. */
+      g_free(self->device_ids);
+      self->device_ids = g_value_dup_string(value);
+      g_clear_pointer(&self->device_error, g_free);
+      pp_backend_options parsed = self->backend_options;
+      if (pp_backend_parse_devices(self->device_ids, &parsed, &self->device_error) == 0)
+        self->backend_options = parsed;
       break;
+    }
     case PROP_PRECISION:
       self->backend_options.precision = g_value_get_enum(value);
       break;
@@ -214,7 +229,7 @@ gst_cuda_mlp_get_config(GstCudaMlp *self, guint prop_id, GValue *value, GParamSp
       g_value_set_enum(value, self->backend_options.kind);
       break;
     case PROP_DEVICE_ID:
-      g_value_set_int(value, self->backend_options.device_id);
+      g_value_set_string(value, self->device_ids);
       break;
     case PROP_PRECISION:
       g_value_set_enum(value, self->backend_options.precision);

@@ -103,6 +103,42 @@ set_srcresult(GstCudaMlp *self, GstFlowReturn flow)
 
 /* ---- stats -------------------------------------------------------------- */
 
+/* "devices": each device's share, from its slots' (slot i runs on the i-th
+ * device of the list mod its length). Caller holds the object lock. */
+static void
+add_device_stats_locked(GstCudaMlp *self, GstStructure *stats)
+{
+  pp_slot_stats slots[PP_MAX_SLOTS] = { 0 };
+  if (self->engine)
+    pp_engine_get_slot_stats(self->engine, slots);
+  const pp_backend_options *devs = &self->active_devices;
+  const guint n = MAX(devs->n_devices, 1);
+  GValue array = G_VALUE_INIT;
+  gst_value_array_init(&array, n);
+  for (guint d = 0; d < n; d++) {
+    pp_slot_stats sum = { 0 };
+    guint count = 0;
+    for (guint i = d; i < self->active_slots; i += n) {
+      sum.frames += slots[i].frames;
+      sum.latency_sum_us += slots[i].latency_sum_us;
+      sum.timed_frames += slots[i].timed_frames;
+      sum.mlp_sum_us += slots[i].mlp_sum_us;
+      count++;
+    }
+    GValue entry = G_VALUE_INIT;
+    g_value_init(&entry, GST_TYPE_STRUCTURE);
+    g_value_take_boxed(
+        &entry,
+        gst_structure_new(
+            "device", "id", G_TYPE_INT, pp_backend_slot_device(devs, d), "slots", G_TYPE_UINT,
+            count, "frames", G_TYPE_UINT64, sum.frames, "latency-mean-us", G_TYPE_DOUBLE,
+            sum.frames ? sum.latency_sum_us / sum.frames : 0.0, "mlp-mean-us", G_TYPE_DOUBLE,
+            sum.timed_frames ? sum.mlp_sum_us / sum.timed_frames : -1.0, NULL));
+    gst_value_array_append_and_take_value(&array, &entry);
+  }
+  gst_structure_take_value(stats, "devices", &array);
+}
+
 /* Caller holds the object lock, which guards the engine pointer against stop. */
 static GstStructure *
 build_stats_locked(GstCudaMlp *self)
@@ -117,7 +153,7 @@ build_stats_locked(GstCudaMlp *self)
     backend = pp_engine_backend_name(self->engine);
     detail = pp_engine_backend_detail(self->engine);
   }
-  return gst_structure_new(
+  GstStructure *s = gst_structure_new(
       "application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend, "detail", G_TYPE_STRING,
       detail, "slots", G_TYPE_UINT, self->active_slots, "frames", G_TYPE_UINT64, stats.frames,
       "latency-mean-us", G_TYPE_DOUBLE, stats.latency_mean_us, "latency-p50-us", G_TYPE_DOUBLE,
@@ -128,6 +164,8 @@ build_stats_locked(GstCudaMlp *self)
       G_TYPE_UINT64, stats.device_inputs, "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us,
       "complete-mean-us", G_TYPE_DOUBLE, stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE,
       stats.handoff_mean_us, NULL);
+  add_device_stats_locked(self, s);
+  return s;
 }
 
 static GstStructure *
@@ -158,14 +196,25 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   gchar *layers = g_strdup(self->layers);
   pp_backend_options options = self->backend_options;
   const pp_hidden_activation activation = self->hidden_activation;
+  g_autofree gchar *device_error = g_strdup(self->device_error);
   self->active_slots = self->slots;
   /* The backend runs in the pipeline's CUDA context, so the kernels can read
-   * what NVDEC or cudaupload left in device memory. */
+   * what NVDEC or cudaupload left in device memory (one device only: the
+   * context is not made for a list). */
   options.cuda_context = pp_cuda_input_handle(self->cuda_context);
   g_autofree gchar *trace_path = gst_cuda_mlp_trace_path(self);
   options.time_every_frame = trace_path != NULL;
   GST_OBJECT_UNLOCK(self);
 
+  if (device_error) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid device-id."), ("%s", device_error));
+    g_free(model_path);
+    g_free(layers);
+    return FALSE;
+  }
+  pp_backend_resolve_devices(&options);
+  if (options.n_devices > 1)
+    options.cuda_context = NULL;
   gchar *msg = NULL, *note = NULL;
   if (model_path && *model_path &&
       pp_model_load(model_path, layers, activation, &self->file_model, &msg) < 0) {
@@ -205,6 +254,7 @@ gst_cuda_mlp_start(GstCudaMlp *self)
     g_free(note);
   }
   GST_OBJECT_LOCK(self);
+  self->active_devices = options;
   self->engine = pp_engine_new(backend, discard_item, self);
   self->chained = 0;
   if (trace_path) {
@@ -262,8 +312,21 @@ ref_cuda_context(GstCudaMlp *self)
   return ctx;
 }
 
-/* Frames in CUDA memory need the GPU backend: with backend=cpu there is no
- * context, and caps in CUDA memory are not offered. */
+/* True unless device-id spreads the slots over several devices: a frame in
+ * one GPU's memory is read by that GPU alone. */
+static gboolean
+on_one_device(GstCudaMlp *self)
+{
+  GST_OBJECT_LOCK(self);
+  pp_backend_options devices = self->backend_options;
+  GST_OBJECT_UNLOCK(self);
+  pp_backend_resolve_devices(&devices);
+  return devices.n_devices <= 1;
+}
+
+/* Frames in CUDA memory need the GPU backend on one device: with
+ * backend=cpu or a device list there is no context, and caps in CUDA
+ * memory are not offered. */
 static void
 ensure_cuda_context(GstCudaMlp *self)
 {
@@ -272,7 +335,7 @@ ensure_cuda_context(GstCudaMlp *self)
   const gint device = self->backend_options.device_id;
   GST_OBJECT_UNLOCK(self);
   GstObject *ctx = NULL;
-  if (kind != PP_BACKEND_CPU && pp_backend_have_cuda()) {
+  if (kind != PP_BACKEND_CPU && pp_backend_have_cuda() && on_one_device(self)) {
     ctx = ref_cuda_context(self);
     if (!pp_cuda_input_ensure_context(GST_ELEMENT(self), device, &ctx))
       GST_INFO_OBJECT(self, "no CUDA context: frames in CUDA memory are not taken");
@@ -324,7 +387,7 @@ takes_cuda_memory(GstCudaMlp *self)
     ok = self->cuda_context &&
          (!self->engine || g_str_equal(pp_engine_backend_name(self->engine), "cuda"));
   GST_OBJECT_UNLOCK(self);
-  return ok;
+  return ok && on_one_device(self);
 }
 
 static GstStateChangeReturn
@@ -844,6 +907,8 @@ gst_cuda_mlp_finalize(GObject *object)
   g_free(self->model_path);
   g_free(self->layers);
   g_free(self->hidden_sizes);
+  g_free(self->device_ids);
+  g_free(self->device_error);
   g_clear_pointer(&self->last_stats, gst_structure_free);
   gst_clear_object(&self->cuda_context);
   G_OBJECT_CLASS(parent_class)->finalize(object);

@@ -38,8 +38,10 @@ struct _GstCudaMlp {
   gchar *layers; /* model_desc.h's description, or NULL */
   pp_hidden_activation hidden_activation;
   pp_color color;
-  gint output; /* GstCudaMlpOutput */
-  pp_backend_options backend_options;
+  gint output;                        /* GstCudaMlpOutput */
+  pp_backend_options backend_options; /* with device-id's list */
+  gchar *device_ids;                  /* device-id as given */
+  gchar *device_error;                /* why device-id cannot be used, or NULL */
 
   /* From READY: the CUDA context shared with the pipeline (a GstCudaContext),
    * or NULL where CUDA memory cannot be used. Under the object lock. */
@@ -57,6 +59,7 @@ struct _GstCudaMlp {
   GstAllocator *allocator;
   gboolean pinned; /* the backend DMAs from pinned memory (CUDA) */
   guint active_slots;
+  pp_backend_options active_devices; /* device-id resolved: the slots' devices */
 
   /* From set_caps. */
   pp_frame_layout layout;

@@ -17,8 +17,10 @@
 #include "model.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 2
+#define PP_BACKEND_ABI 3
 #define PP_MAX_SLOTS 16
+/* Devices one backend may spread its slots over (device-id="0,1"). */
+#define PP_MAX_DEVICES PP_MAX_SLOTS
 /* Frames in flight per slot: one on the device, one done and waiting to be
  * pushed downstream. */
 #define PP_TICKETS_PER_SLOT 2
@@ -113,7 +115,14 @@ typedef enum {
 
 typedef struct {
   pp_backend_kind kind;
+  /* The device a single backend runs on. */
   int device_id;
+  /* More than one device: slot i runs on devices[i % n_devices], each with
+   * its own backend and copy of the weights (pp_backend_open). 0: device_id
+   * alone. `all_devices`: every visible CUDA device (one on the CPU). */
+  unsigned n_devices;
+  int devices[PP_MAX_DEVICES];
+  bool all_devices;
   pp_precision precision;
   pp_completion completion;
   /* Time every frame's stages, not one in several (for traces). */
@@ -126,9 +135,29 @@ typedef struct {
 
 /* Opens the backend `opts->kind` asks for. AUTO takes CUDA when a device is
  * usable and otherwise the CPU, putting the reason in *note (may be NULL).
- * The result reports completions to `complete`. */
+ * With several devices, one backend of that kind per device, behind
+ * pp_backend_multi_new. The result reports completions to `complete`. */
 int pp_backend_open(const pp_backend_options *opts, pp_complete_fn complete, void *data,
                     pp_backend **out, char **note, char **msg);
+
+/* Parses a device list: "0", "0,1,3" or "-1" (every visible device) into
+ * opts->devices, n_devices and all_devices, and device_id (the first). */
+int pp_backend_parse_devices(const char *text, pp_backend_options *opts, char **msg);
+/* The list as pp_backend_parse_devices reads it; g_free the result. */
+char *pp_backend_format_devices(const pp_backend_options *opts);
+/* Visible CUDA devices (0 without the CUDA module or a driver). */
+int pp_backend_count_devices(void);
+/* Replaces all_devices by the list of every visible device (device 0 alone
+ * where none is visible, for the CPU). */
+void pp_backend_resolve_devices(pp_backend_options *opts);
+/* The device slot `slot` of n runs on. */
+int pp_backend_slot_device(const pp_backend_options *opts, unsigned slot);
+
+/* One backend over several: slot i is slot i / n of parts[i % n]. Takes
+ * ownership of the parts, which must be unconfigured and report to nobody
+ * yet; `labels` name them in describe ("device 1"). */
+int pp_backend_multi_new(pp_backend **parts, const int *labels, unsigned n, pp_backend **out,
+                         char **msg);
 
 /* True when this build has the CUDA backend. */
 bool pp_backend_have_cuda(void);

@@ -134,6 +134,13 @@ pp_backend_cuda_new(const pp_backend_options *opts, pp_backend **out, char **msg
 }
 
 int
+pp_backend_count_devices(void)
+{
+  const pp_cuda_module *m = pp_cuda_module_get(NULL);
+  return m ? m->device_count() : 0;
+}
+
+int
 pp_cuda_host_register(void *ptr, size_t bytes, char **msg)
 {
   char *why = NULL;

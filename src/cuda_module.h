@@ -30,6 +30,8 @@ typedef struct {
                      pp_cuda_stage_times *out, char **msg);
   int (*time_paths)(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
   const char *(*path_name)(pp_cuda_path path);
+  /* Visible devices; 0 where the driver has none or fails. */
+  int (*device_count)(void);
 } pp_cuda_module;
 
 typedef const pp_cuda_module *(*pp_cuda_module_entry_fn)(void);

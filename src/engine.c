@@ -62,6 +62,7 @@ struct pp_engine {
   uint64_t next_seq;
   bool flushing;
   pp_stats_recorder stats;
+  pp_slot_stats slot_stats[PP_MAX_SLOTS];
   pp_trace *trace;
 };
 
@@ -392,6 +393,13 @@ pp_engine_pop(pp_engine *e, pp_item *item)
   t->host.popped = pp_now_ns();
   item->latency_ns = t->host.popped - t->host.submit;
   pp_stats_record(&e->stats, &t->host, &item->times);
+  pp_slot_stats *share = &e->slot_stats[t->slot];
+  share->frames++;
+  share->latency_sum_us += item->latency_ns / 1000.0;
+  if (item->times.mlp_us >= 0) {
+    share->timed_frames++;
+    share->mlp_sum_us += item->times.mlp_us;
+  }
   g_mutex_unlock(&e->lock);
   return 0;
 }
@@ -468,10 +476,19 @@ pp_engine_get_stats(pp_engine *e, pp_stats *stats)
 }
 
 void
+pp_engine_get_slot_stats(pp_engine *e, pp_slot_stats slots[PP_MAX_SLOTS])
+{
+  g_mutex_lock(&e->lock);
+  memcpy(slots, e->slot_stats, sizeof e->slot_stats);
+  g_mutex_unlock(&e->lock);
+}
+
+void
 pp_engine_reset_stats(pp_engine *e)
 {
   g_mutex_lock(&e->lock);
   memset(&e->stats, 0, sizeof e->stats);
+  memset(e->slot_stats, 0, sizeof e->slot_stats);
   g_mutex_unlock(&e->lock);
   __atomic_store_n(&e->backend->staged_inputs, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&e->backend->device_inputs, 0, __ATOMIC_RELAXED);

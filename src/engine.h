@@ -78,6 +78,8 @@ void pp_engine_set_flushing(pp_engine *e, bool flushing);
 void pp_engine_flush(pp_engine *e);
 
 void pp_engine_get_stats(pp_engine *e, pp_stats *stats);
+/* Each slot's share of the frames so far, slots[0 .. n_slots). */
+void pp_engine_get_slot_stats(pp_engine *e, pp_slot_stats slots[PP_MAX_SLOTS]);
 
 /* Records the engine's spans into `trace` (NULL: none): waiting for a
  * slot and the submit call on the producer's track, completions on the

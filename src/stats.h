@@ -27,6 +27,15 @@ typedef struct {
   double submit_mean_us, complete_mean_us, handoff_mean_us;
 } pp_stats;
 
+/* One slot's share, for backends spread over devices: a device's figures
+ * are the sums over its slots. */
+typedef struct {
+  uint64_t frames;
+  double latency_sum_us; /* submit to pop */
+  uint64_t timed_frames; /* those with device stage times */
+  double mlp_sum_us;
+} pp_slot_stats;
+
 /* Host timestamps of one frame, nanoseconds. */
 typedef struct {
   int64_t submit, submitted, completed, popped;

@@ -573,6 +573,13 @@ open_device(cuda_backend *b, int device, void *context, char **msg)
 }
 
 int
+cuda_device_count(void)
+{
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+int
 cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
 {
   cuda_backend *b = g_new0(cuda_backend, 1);

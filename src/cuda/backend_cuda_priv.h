@@ -150,6 +150,7 @@ int cuda_anchor_clock(cuda_backend *b, char **msg);
 /* ---- what module.c puts in the module's table ---------------------------- */
 
 int cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg);
+int cuda_device_count(void);
 int cuda_host_register(void *ptr, size_t bytes, char **msg);
 void cuda_host_unregister(void *ptr);
 int cuda_time_stages(pp_backend *b, const void *input, float *output, unsigned reps,

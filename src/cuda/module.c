@@ -12,6 +12,7 @@ static const pp_cuda_module table = {
   .time_stages = cuda_time_stages,
   .time_paths = cuda_time_paths,
   .path_name = cuda_path_name,
+  .device_count = cuda_device_count,
 };
 
 G_MODULE_EXPORT const pp_cuda_module *pp_cuda_module_entry(void);

@@ -14,165 +14,10 @@
 #include "cpu_mlp.h"
 #include "engine.h"
 #include "frame.h"
+#include "fake_backend.h"
 #include "testutil.h"
 
 static uint64_t seed;
-
-/* ---- a backend that finishes slots in random order ----------------------- */
-
-typedef struct {
-  pp_backend base;
-  GMutex lock;
-  GCond changed;
-  GThread *thread;
-  bool quit;
-  bool hold;           /* keep completions back until released */
-  int fail_submits;    /* fail this many submits with -EIO */
-  int fail_completion; /* complete the next frame with -EIO */
-  bool hold_slots;     /* results wait in the slot until finish, like a staged copy */
-  int finished;        /* finish calls */
-  GArray *pending;     /* slots submitted, not yet completed */
-  pp_job jobs[PP_MAX_SLOTS];
-  test_rng rng;
-} fake_backend;
-
-static void
-fake_complete_one(fake_backend *f, guint index_in_pending)
-{
-  const unsigned slot = g_array_index(f->pending, unsigned, index_in_pending);
-  g_array_remove_index(f->pending, index_in_pending);
-  const pp_job job = f->jobs[slot];
-  const bool fail = f->fail_completion > 0;
-  if (fail)
-    f->fail_completion--;
-  g_mutex_unlock(&f->lock);
-  /* "Compute": the output is a function of the input, so a mix-up shows.
-   * Holding slots, it lands in the output only at finish. */
-  if (!f->hold_slots)
-    job.output[0] = *(const float *) job.input * 2 + 1;
-  f->base.complete(f->base.complete_data, slot, fail ? -EIO : 0, fail ? "disk on fire" : NULL,
-                   !f->hold_slots);
-  g_mutex_lock(&f->lock);
-  g_cond_broadcast(&f->changed);
-}
-
-static gpointer
-fake_thread(gpointer data)
-{
-  fake_backend *f = data;
-  g_mutex_lock(&f->lock);
-  while (!f->quit) {
-    if (f->hold || f->pending->len == 0) {
-      g_cond_wait(&f->changed, &f->lock);
-      continue;
-    }
-    const guint pick = test_rng_next(&f->rng) % f->pending->len;
-    const gulong delay = test_rng_next(&f->rng) % 300;
-    g_mutex_unlock(&f->lock);
-    g_usleep(delay);
-    g_mutex_lock(&f->lock);
-    if (pick < f->pending->len && !f->hold)
-      fake_complete_one(f, pick);
-  }
-  g_mutex_unlock(&f->lock);
-  return NULL;
-}
-
-static int
-fake_configure(pp_backend *b, const pp_model *m, const pp_frame_layout *l, unsigned n, char **msg)
-{
-  (void) b, (void) m, (void) l, (void) n, (void) msg;
-  return 0;
-}
-
-static int
-fake_submit(pp_backend *b, unsigned slot, const pp_job *job, char **msg)
-{
-  fake_backend *f = (fake_backend *) b;
-  g_mutex_lock(&f->lock);
-  if (f->fail_submits > 0) {
-    f->fail_submits--;
-    g_mutex_unlock(&f->lock);
-    *msg = g_strdup("refused");
-    return -EIO;
-  }
-  f->jobs[slot] = *job;
-  g_array_append_val(f->pending, slot);
-  g_cond_broadcast(&f->changed);
-  g_mutex_unlock(&f->lock);
-  return 0;
-}
-
-static int
-fake_finish(pp_backend *b, unsigned slot, const pp_job *job, pp_stage_times *times)
-{
-  fake_backend *f = (fake_backend *) b;
-  (void) slot, (void) times;
-  g_assert_true(f->hold_slots);
-  job->output[0] = *(const float *) job->input * 2 + 1;
-  f->finished++;
-  return 0;
-}
-
-/* Like a GPU draining its streams: everything queued completes. */
-static int
-fake_sync(pp_backend *b)
-{
-  fake_backend *f = (fake_backend *) b;
-  g_mutex_lock(&f->lock);
-  while (f->pending->len)
-    fake_complete_one(f, 0);
-  g_mutex_unlock(&f->lock);
-  return 0;
-}
-
-static void
-fake_destroy(pp_backend *b)
-{
-  fake_backend *f = (fake_backend *) b;
-  g_mutex_lock(&f->lock);
-  f->quit = true;
-  g_cond_broadcast(&f->changed);
-  g_mutex_unlock(&f->lock);
-  g_thread_join(f->thread);
-  g_array_free(f->pending, TRUE);
-  g_mutex_clear(&f->lock);
-  g_cond_clear(&f->changed);
-  g_free(f);
-}
-
-static const pp_backend_ops fake_ops = {
-  .abi = PP_BACKEND_ABI,
-  .name = "fake",
-  .configure = fake_configure,
-  .submit = fake_submit,
-  .finish = fake_finish,
-  .sync = fake_sync,
-  .destroy = fake_destroy,
-};
-
-static fake_backend *
-fake_new(bool hold)
-{
-  fake_backend *f = g_new0(fake_backend, 1);
-  f->base.ops = &fake_ops;
-  g_mutex_init(&f->lock);
-  g_cond_init(&f->changed);
-  f->pending = g_array_new(FALSE, FALSE, sizeof(unsigned));
-  f->hold = hold;
-  test_rng_seed(&f->rng, seed);
-  f->thread = g_thread_new("fake-gpu", fake_thread, f);
-  return f;
-}
-
-static void
-fake_set_hold(fake_backend *f, bool hold)
-{
-  g_mutex_lock(&f->lock);
-  f->hold = hold;
-  g_cond_broadcast(&f->changed);
-  g_mutex_unlock(&f->lock);
-}
 
 /* ---- a harness around the engine ----------------------------------------- */
 
@@ -202,7 +47,7 @@ static rig *
 rig_new(unsigned slots, bool hold)
 {
   rig *r = g_new0(rig, 1);
-  r->fake = fake_new(hold);
+  r->fake = fake_new(hold, seed);
   r->discarded = g_async_queue_new();
   r->engine = pp_engine_new(&r->fake->base, on_discard, r);
   pp_frame_layout layout;
@@ -500,15 +345,21 @@ test_failures(void **state)
 
 /* ---- the CPU backend through the engine ------------------------------------ */
 
+/* With `devices` > 1, one CPU backend per "device", as device-id="0,1,..."
+ * spreads slots over GPUs: the same results must come out, in order. */
 static void
 check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_activation act,
-                  unsigned slots)
+                  unsigned slots, unsigned devices)
 {
   test_rng rng;
   test_rng_seed(&rng, seed ^ (w * 31 + h));
   pp_backend *backend = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_backend_cpu_new(NULL, &backend, &msg), 0);
+  pp_backend_options opts = { .kind = PP_BACKEND_CPU, .n_devices = devices };
+  for (unsigned i = 0; i < devices; i++)
+    opts.devices[i] = (int) i;
+  assert_int_equal(pp_backend_open(&opts, NULL, NULL, &backend, NULL, &msg), 0);
+  assert_string_equal(backend->ops->name, "cpu");
   pp_engine *engine = pp_engine_new(backend, NULL, NULL);
   pp_frame_layout layout;
   const uint32_t stride = (w * 3 + 3) / 4 * 4;
@@ -570,9 +421,12 @@ static void
 test_cpu_backend_results(void **state)
 {
   (void) state;
-  check_cpu_backend(31, 17, 40, 1, PP_HIDDEN_NONE, 2);
-  check_cpu_backend(20, 9, 13, 7, PP_HIDDEN_RELU, 3);
-  check_cpu_backend(64, 33, 64, 2, PP_HIDDEN_RELU, 1);
+  check_cpu_backend(31, 17, 40, 1, PP_HIDDEN_NONE, 2, 1);
+  check_cpu_backend(20, 9, 13, 7, PP_HIDDEN_RELU, 3, 1);
+  check_cpu_backend(64, 33, 64, 2, PP_HIDDEN_RELU, 1, 1);
+  /* Spread over 2 and 3 "devices", 2 or 3 slots each at most. */
+  check_cpu_backend(20, 9, 13, 7, PP_HIDDEN_RELU, 3, 2);
+  check_cpu_backend(31, 17, 40, 3, PP_HIDDEN_RELU, 7, 3);
 }
 
 int

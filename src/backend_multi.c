@@ -1,0 +1,207 @@
+/* One backend spread over several (one per GPU): slot i is slot i / n of
+ * part i % n, so consecutive frames alternate between devices and the
+ * engine, which sees one backend of n_slots slots, keeps them in order.
+ * Each part owns its slots, streams and copy of the weights; nothing here
+ * is shared between devices but the frames' pinned memory, registered
+ * portable (every context may copy from it). */
+#include <errno.h>
+#include <glib.h>
+
+#include "backend.h"
+
+typedef struct multi_backend multi_backend;
+
+/* What a part's completion callback gets: the way back to the global slot. */
+typedef struct {
+  multi_backend *multi;
+  unsigned index;
+} part_link;
+
+struct multi_backend {
+  pp_backend base;
+  pp_backend_ops ops; /* multi_ops, with the parts' name */
+  unsigned n_parts;
+  pp_backend *parts[PP_MAX_DEVICES];
+  part_link links[PP_MAX_DEVICES];
+  int labels[PP_MAX_DEVICES];
+  char *description;
+};
+
+static pp_backend *
+part_of(multi_backend *m, unsigned slot, unsigned *local)
+{
+  *local = slot / m->n_parts;
+  return m->parts[slot % m->n_parts];
+}
+
+static void
+on_part_complete(void *data, unsigned local, int status, const char *message, bool slot_free)
+{
+  part_link *link = data;
+  multi_backend *m = link->multi;
+  m->base.complete(m->base.complete_data, local * m->n_parts + link->index, status, message,
+                   slot_free);
+}
+
+static const char *
+part_detail(pp_backend *part)
+{
+  const char *d = part->ops->describe ? part->ops->describe(part) : NULL;
+  return d ? d : "";
+}
+
+/* "cublas+rowdot, ... on devices 0,1" when every device runs alike, else
+ * each device's own account; the first part's leads either way, as a single
+ * backend's would (pingpong-bench reads the MLP path from the start). */
+static char *
+describe_parts(multi_backend *m)
+{
+  bool alike = true;
+  for (unsigned i = 1; i < m->n_parts; i++)
+    alike = alike && g_str_equal(part_detail(m->parts[i]), part_detail(m->parts[0]));
+  GString *s = g_string_new(NULL);
+  for (unsigned i = 0; i < m->n_parts; i++) {
+    const char *detail = part_detail(m->parts[i]);
+    if (alike && i > 0) {
+      g_string_append_printf(s, ",%d", m->labels[i]);
+      continue;
+    }
+    if (i > 0)
+      g_string_append(s, " | ");
+    g_string_append_printf(s, "%s%s%s %d", detail, *detail ? " on " : "",
+                           alike ? "devices" : "device", m->labels[i]);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static int
+multi_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
+                unsigned n_slots, char **msg)
+{
+  multi_backend *m = (multi_backend *) base;
+  if (n_slots < m->n_parts) {
+    *msg = g_strdup_printf("slots=%u leaves %u of the %u devices without work; set slots to at "
+                           "least %u (one per device)",
+                           n_slots, m->n_parts - n_slots, m->n_parts, m->n_parts);
+    return -EINVAL;
+  }
+  for (unsigned i = 0; i < m->n_parts; i++) {
+    /* Slots i, i + n, i + 2n, ... */
+    const unsigned count = (n_slots - i + m->n_parts - 1) / m->n_parts;
+    char *why = NULL;
+    const int rc = m->parts[i]->ops->configure(m->parts[i], model, layout, count, &why);
+    if (rc < 0) {
+      *msg = g_strdup_printf("device %d: %s", m->labels[i], why ? why : g_strerror(-rc));
+      g_free(why);
+      return rc;
+    }
+  }
+  g_free(m->description);
+  m->description = describe_parts(m);
+  return 0;
+}
+
+static int
+multi_submit(pp_backend *base, unsigned slot, const pp_job *job, char **msg)
+{
+  multi_backend *m = (multi_backend *) base;
+  unsigned local;
+  pp_backend *part = part_of(m, slot, &local);
+  /* The engine reads the counters of the backend it holds: pass on what
+   * this submit added to the part's. */
+  const uint64_t staged = __atomic_load_n(&part->staged_inputs, __ATOMIC_RELAXED);
+  const uint64_t on_device = __atomic_load_n(&part->device_inputs, __ATOMIC_RELAXED);
+  const int rc = part->ops->submit(part, local, job, msg);
+  __atomic_add_fetch(&base->staged_inputs,
+                     __atomic_load_n(&part->staged_inputs, __ATOMIC_RELAXED) - staged,
+                     __ATOMIC_RELAXED);
+  __atomic_add_fetch(&base->device_inputs,
+                     __atomic_load_n(&part->device_inputs, __ATOMIC_RELAXED) - on_device,
+                     __ATOMIC_RELAXED);
+  return rc;
+}
+
+static int
+multi_finish(pp_backend *base, unsigned slot, const pp_job *job, pp_stage_times *times)
+{
+  unsigned local;
+  pp_backend *part = part_of((multi_backend *) base, slot, &local);
+  return part->ops->finish ? part->ops->finish(part, local, job, times) : 0;
+}
+
+static int
+multi_sync(pp_backend *base)
+{
+  multi_backend *m = (multi_backend *) base;
+  int rc = 0;
+  for (unsigned i = 0; i < m->n_parts; i++) {
+    const int part_rc = m->parts[i]->ops->sync(m->parts[i]);
+    if (part_rc < 0 && rc == 0)
+      rc = part_rc;
+  }
+  return rc;
+}
+
+static int
+multi_poll(pp_backend *base, unsigned slot, char **msg)
+{
+  unsigned local;
+  pp_backend *part = part_of((multi_backend *) base, slot, &local);
+  return part->ops->poll ? part->ops->poll(part, local, msg) : 0;
+}
+
+static const char *
+multi_describe(pp_backend *base)
+{
+  return ((multi_backend *) base)->description;
+}
+
+static void
+multi_destroy(pp_backend *base)
+{
+  multi_backend *m = (multi_backend *) base;
+  for (unsigned i = 0; i < m->n_parts; i++)
+    m->parts[i]->ops->destroy(m->parts[i]);
+  g_free(m->description);
+  g_free(m);
+}
+
+static const pp_backend_ops multi_ops = {
+  .abi = PP_BACKEND_ABI,
+  .configure = multi_configure,
+  .submit = multi_submit,
+  .finish = multi_finish,
+  .sync = multi_sync,
+  .destroy = multi_destroy,
+  .poll = multi_poll,
+  .describe = multi_describe,
+};
+
+int
+pp_backend_multi_new(pp_backend **parts, const int *labels, unsigned n, pp_backend **out,
+                     char **msg)
+{
+  if (n < 1 || n > PP_MAX_DEVICES) {
+    *msg = g_strdup_printf("%u devices: 1 to %d can be used", n, PP_MAX_DEVICES);
+    for (unsigned i = 0; i < n && i < PP_MAX_DEVICES; i++)
+      parts[i]->ops->destroy(parts[i]);
+    return -EINVAL;
+  }
+  multi_backend *m = g_new0(multi_backend, 1);
+  /* Named after what it spreads: the element takes "cuda" to mean that
+   * frames go in pinned memory. */
+  m->ops = multi_ops;
+  m->ops.name = parts[0]->ops->name;
+  m->base.ops = &m->ops;
+  m->n_parts = n;
+  for (unsigned i = 0; i < n; i++) {
+    m->parts[i] = parts[i];
+    m->labels[i] = labels[i];
+    m->links[i] = (part_link){ m, i };
+    parts[i]->complete = on_part_complete;
+    parts[i]->complete_data = &m->links[i];
+  }
+  m->description = g_strdup("");
+  *out = &m->base;
+  return 0;
+}
