@@ -11,9 +11,14 @@
  * efficiency (ideal / measured period), and the MLP of a plain-cuBLAS
  * implementation of the same math, timed in the same run.
  *
+ * Several GPUs: --devices 0,1 spreads one cudamlp's slots over them;
+ * --streams S runs S such branches in one pipeline (stream s on the
+ * (s mod G)-th device), frames/s then being their sum.
+ *
  *   pingpong-bench [--workloads seed,hd,tiny,balanced] [--slots 1,2,3,4]
  *                  [--frames 4096] [--warmup 128] [--repeats 3]
  *                  [--completion host-func|event-thread] [--precision fp32|tf32]
+ *                  [--devices 0,1] [--streams S] [--backend cpu] [--trace DIR]
  */
 #include <cuda_runtime_api.h>
 #include <gst/app/gstappsrc.h>
@@ -23,21 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_cuda.h"
+#include "bench.h"
 #include "cublas_reference.h"
 #include "cuda_kernels.h"
 #include "frame.h"
 #include "model.h"
 #include "stats.h"
 #include "tensorcaps.h"
-
-typedef struct {
-  const char *name, *caps, *mapping;
-  guint patch, hidden, outputs;
-  const char *bound;
-  const char *color;
-  const char *layers; /* the layers property, for more than the seed's two layers */
-} workload;
 
 static const workload workloads[] = {
   { "seed", "video/x-raw,format=GRAY8,width=1024,height=1024,framerate=0/1", "rows", 16, 1024, 1,
@@ -64,8 +61,8 @@ static const workload workloads[] = {
 };
 
 typedef struct {
-  char *workloads, *slots, *completion, *precision, *trace_dir, *backend;
-  int frames, warmup, repeats;
+  char *workloads, *slots, *completion, *precision, *trace_dir, *backend, *devices;
+  int frames, warmup, repeats, streams;
 } options;
 
 typedef struct {
@@ -114,29 +111,148 @@ fill_random(GstBuffer *buf, gboolean floats, GRand *rng)
 
 #define RING 8
 
+/* One appsrc ! cudamlp ! fakesink of the pipeline, fed by a thread of its
+ * own. */
 typedef struct {
-  pp_cuda_stage_times stages;
-  double ref_mlp_us;
-  double paths_us[PP_N_PATHS];
-} gpu_times;
+  GstElement *src, *mlp;
+  GstPad *sink_pad;
+  arrivals a;
+  GstBufferPool *pool;
+  GstBuffer *ring[RING];
+  int total;
+  gboolean pushed_all;
+} branch;
 
-static gboolean time_gpu(const workload *w, const options *o, const char *element_path,
-                         GstBuffer *frame, gpu_times *t);
+/* The device-id of stream s: the whole list for one stream (its slots
+ * spread over the devices), else the list's (s mod G)-th device. */
+static gchar *
+stream_devices(const options *o, guint s)
+{
+  if (o->streams <= 1)
+    return g_strdup(o->devices);
+  g_auto(GStrv) ids = g_strsplit(o->devices, ",", -1);
+  return g_strdup(ids[s % g_strv_length(ids)]);
+}
 
-/* One pipeline run. With `gpu`, also the GPU timings, after EOS, on the
- * run's own pinned frames. */
+/* Frames live in cudamlp's own pinned pool, as a source that honours the
+ * ALLOCATION query would write them. */
+static gboolean
+fill_ring(branch *b, const workload *w, GRand *rng)
+{
+  GstCaps *caps = gst_caps_from_string(w->caps);
+  GstQuery *query = gst_query_new_allocation(caps, TRUE);
+  GstPad *mlp_sink = gst_element_get_static_pad(b->mlp, "sink");
+  gboolean ok = gst_pad_query(mlp_sink, query) && gst_query_get_n_allocation_pools(query) > 0;
+  if (ok) {
+    gst_query_parse_nth_allocation_pool(query, 0, &b->pool, NULL, NULL, NULL);
+    GstStructure *config = gst_buffer_pool_get_config(b->pool);
+    guint size;
+    gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
+    gst_buffer_pool_config_set_params(config, caps, size, RING, RING);
+    ok = gst_buffer_pool_set_config(b->pool, config) && gst_buffer_pool_set_active(b->pool, TRUE);
+  }
+  for (int i = 0; ok && i < RING; i++) {
+    ok = gst_buffer_pool_acquire_buffer(b->pool, &b->ring[i], NULL) == GST_FLOW_OK;
+    if (ok)
+      fill_random(b->ring[i], g_str_has_prefix(w->caps, "other/tensors"), rng);
+  }
+  gst_query_unref(query);
+  gst_caps_unref(caps);
+  gst_object_unref(mlp_sink);
+  return ok;
+}
+
+static gpointer
+push_frames(gpointer data)
+{
+  branch *b = data;
+  b->pushed_all = TRUE;
+  for (int i = 0; i < b->total; i++) {
+    /* A new GstBuffer sharing the pinned memory: cheap, and its own
+     * timestamps. */
+    GstBuffer *frame = gst_buffer_copy(b->ring[i % RING]);
+    GST_BUFFER_PTS(frame) = i * GST_MSECOND;
+    if (gst_app_src_push_buffer(GST_APP_SRC(b->src), frame) != GST_FLOW_OK) {
+      b->pushed_all = FALSE;
+      break;
+    }
+  }
+  gst_app_src_end_of_stream(GST_APP_SRC(b->src));
+  return NULL;
+}
+
+static gboolean
+wait_for_eos(GstElement *pipeline, const workload *w)
+{
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  const gboolean ok = msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS;
+  if (msg && !ok) {
+    GError *e = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error(msg, &e, &dbg);
+    fprintf(stderr, "%s: %s (%s)\n", w->name, e->message, dbg);
+    g_error_free(e);
+    g_free(dbg);
+  }
+  if (msg)
+    gst_message_unref(msg);
+  gst_object_unref(bus);
+  return ok;
+}
+
+/* The element's figures of one branch into `out` (the first branch's), or
+ * merged into it: latency p50 averaged, p99 the worst, staged summed. */
+static void
+read_stats(GstElement *mlp, run_result *out, guint index)
+{
+  GstStructure *stats;
+  run_result r = { 0 };
+  g_object_get(mlp, "stats", &stats, NULL);
+  gst_structure_get_double(stats, "latency-p50-us", &r.p50_us);
+  gst_structure_get_double(stats, "latency-p99-us", &r.p99_us);
+  gst_structure_get_double(stats, "h2d-mean-us", &r.h2d_us);
+  gst_structure_get_double(stats, "mlp-mean-us", &r.mlp_us);
+  gst_structure_get_double(stats, "d2h-mean-us", &r.d2h_us);
+  gst_structure_get_double(stats, "submit-mean-us", &r.submit_us);
+  gst_structure_get_double(stats, "complete-mean-us", &r.complete_us);
+  gst_structure_get_double(stats, "handoff-mean-us", &r.handoff_us);
+  gst_structure_get_uint64(stats, "staged-inputs", &r.staged);
+  g_strlcpy(r.detail, gst_structure_get_string(stats, "detail"), sizeof r.detail);
+  gst_structure_free(stats);
+  if (index == 0) {
+    *out = r;
+    return;
+  }
+  out->p50_us = (out->p50_us * index + r.p50_us) / (index + 1);
+  out->p99_us = MAX(out->p99_us, r.p99_us);
+  out->staged += r.staged;
+}
+
+/* One pipeline run: o->streams branches at once. With `gpu`, also the GPU
+ * timings, after EOS, on the first branch's pinned frames. frames/s counts
+ * every branch's measured frames over the span from the first branch's
+ * first to the last branch's last. */
 static gboolean
 run_pipeline(const workload *w, guint slots, const options *o, run_result *out, gpu_times *gpu)
 {
-  GstBuffer *ring[RING] = { NULL };
-  g_autofree gchar *desc = g_strdup_printf(
-      "appsrc name=src format=time is-live=false max-bytes=0 caps=\"%s\" ! "
-      "cudamlp name=mlp backend=%s slots=%u mapping=%s patch-size=%u hidden-size=%u outputs=%u "
-      "completion=%s precision=%s color=%s layers=\"%s\" ! fakesink name=sink sync=false",
-      w->caps, o->backend, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1, w->outputs,
-      o->completion, o->precision, w->color, w->layers ? w->layers : "");
+  const guint n = MAX(o->streams, 1);
+  GString *desc = g_string_new(NULL);
+  for (guint s = 0; s < n; s++) {
+    g_autofree gchar *devices = stream_devices(o, s);
+    g_string_append_printf(
+        desc,
+        "appsrc name=src%u format=time is-live=false max-bytes=0 caps=\"%s\" ! "
+        "cudamlp name=mlp%u backend=%s device-id=%s slots=%u mapping=%s patch-size=%u "
+        "hidden-size=%u outputs=%u completion=%s precision=%s color=%s layers=\"%s\" ! "
+        "fakesink name=sink%u sync=false ",
+        s, w->caps, s, o->backend, devices, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1,
+        w->outputs, o->completion, o->precision, w->color, w->layers ? w->layers : "", s);
+  }
   GError *err = NULL;
-  GstElement *pipeline = gst_parse_launch(desc, &err);
+  GstElement *pipeline = gst_parse_launch(desc->str, &err);
+  g_string_free(desc, TRUE);
   if (!pipeline || err) {
     fprintf(stderr, "pipeline: %s (is the plugin on GST_PLUGIN_PATH?)\n",
             err ? err->message : "cannot be built");
@@ -144,223 +260,80 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
     gst_clear_object(&pipeline);
     return FALSE;
   }
-  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-  GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstPad *sink_pad = gst_element_get_static_pad(sink, "sink");
-  arrivals a = { .warmup = o->warmup };
-  g_mutex_init(&a.lock);
-  gst_pad_add_probe(sink_pad, GST_PAD_PROBE_TYPE_BUFFER, on_result, &a, NULL);
-  gst_element_set_state(pipeline, GST_STATE_PAUSED);
-
-  /* Frames live in cudamlp's own pinned pool, as a source that honours the
-   * ALLOCATION query would write them. */
-  GstCaps *caps = gst_caps_from_string(w->caps);
-  GstQuery *query = gst_query_new_allocation(caps, TRUE);
-  GstPad *mlp_sink = gst_element_get_static_pad(mlp, "sink");
-  gboolean ok = gst_pad_query(mlp_sink, query) && gst_query_get_n_allocation_pools(query) > 0;
-  GstBufferPool *pool = NULL;
-  if (ok) {
-    gst_query_parse_nth_allocation_pool(query, 0, &pool, NULL, NULL, NULL);
-    GstStructure *config = gst_buffer_pool_get_config(pool);
-    guint size;
-    gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
-    gst_buffer_pool_config_set_params(config, caps, size, RING, RING);
-    ok = gst_buffer_pool_set_config(pool, config) && gst_buffer_pool_set_active(pool, TRUE);
+  branch *branches = g_new0(branch, n);
+  for (guint s = 0; s < n; s++) {
+    branch *b = &branches[s];
+    g_autofree gchar *src = g_strdup_printf("src%u", s), *mlp = g_strdup_printf("mlp%u", s),
+                     *sink = g_strdup_printf("sink%u", s);
+    b->src = gst_bin_get_by_name(GST_BIN(pipeline), src);
+    b->mlp = gst_bin_get_by_name(GST_BIN(pipeline), mlp);
+    GstElement *fakesink = gst_bin_get_by_name(GST_BIN(pipeline), sink);
+    b->sink_pad = gst_element_get_static_pad(fakesink, "sink");
+    gst_object_unref(fakesink);
+    b->a.warmup = o->warmup;
+    b->total = o->warmup + o->frames;
+    g_mutex_init(&b->a.lock);
+    gst_pad_add_probe(b->sink_pad, GST_PAD_PROBE_TYPE_BUFFER, on_result, &b->a, NULL);
   }
+  gst_element_set_state(pipeline, GST_STATE_PAUSED);
   GRand *rng = g_rand_new_with_seed(7);
-  for (int i = 0; ok && i < RING; i++) {
-    ok = gst_buffer_pool_acquire_buffer(pool, &ring[i], NULL) == GST_FLOW_OK;
-    if (ok)
-      fill_random(ring[i], g_str_has_prefix(w->caps, "other/tensors"), rng);
+  gboolean ok = TRUE;
+  for (guint s = 0; s < n && ok; s++) {
+    ok = fill_ring(&branches[s], w, rng);
+    if (!ok)
+      fprintf(stderr, "%s: cudamlp offered no usable pool\n", w->name);
   }
   g_rand_free(rng);
-  if (!ok) {
-    fprintf(stderr, "%s: cudamlp offered no usable pool\n", w->name);
-  } else {
+  if (ok) {
     gst_element_set_state(pipeline, GST_STATE_PLAYING);
-    const int total = o->warmup + o->frames;
-    for (int i = 0; i < total; i++) {
-      /* A new GstBuffer sharing the pinned memory: cheap, and its own
-       * timestamps. */
-      GstBuffer *frame = gst_buffer_copy(ring[i % RING]);
-      GST_BUFFER_PTS(frame) = i * GST_MSECOND;
-      if (gst_app_src_push_buffer(GST_APP_SRC(src), frame) != GST_FLOW_OK) {
-        ok = FALSE;
-        break;
-      }
+    GThread **pushers = g_new(GThread *, n);
+    for (guint s = 0; s < n; s++)
+      pushers[s] = g_thread_new("bench-push", push_frames, &branches[s]);
+    ok = wait_for_eos(pipeline, w);
+    for (guint s = 0; s < n; s++) {
+      g_thread_join(pushers[s]);
+      ok = ok && branches[s].pushed_all;
     }
-    gst_app_src_end_of_stream(GST_APP_SRC(src));
-    GstBus *bus = gst_element_get_bus(pipeline);
-    GstMessage *msg =
-        gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    if (!msg || GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-      if (msg) {
-        GError *e = NULL;
-        gchar *dbg = NULL;
-        gst_message_parse_error(msg, &e, &dbg);
-        fprintf(stderr, "%s: %s (%s)\n", w->name, e->message, dbg);
-        g_error_free(e);
-        g_free(dbg);
-      }
-      ok = FALSE;
-    }
-    if (msg)
-      gst_message_unref(msg);
-    gst_object_unref(bus);
+    g_free(pushers);
   }
   if (ok) {
-    GstStructure *stats;
-    g_object_get(mlp, "stats", &stats, NULL);
-    gst_structure_get_double(stats, "latency-p50-us", &out->p50_us);
-    gst_structure_get_double(stats, "latency-p99-us", &out->p99_us);
-    gst_structure_get_double(stats, "h2d-mean-us", &out->h2d_us);
-    gst_structure_get_double(stats, "mlp-mean-us", &out->mlp_us);
-    gst_structure_get_double(stats, "d2h-mean-us", &out->d2h_us);
-    gst_structure_get_double(stats, "submit-mean-us", &out->submit_us);
-    gst_structure_get_double(stats, "complete-mean-us", &out->complete_us);
-    gst_structure_get_double(stats, "handoff-mean-us", &out->handoff_us);
-    gst_structure_get_uint64(stats, "staged-inputs", &out->staged);
-    g_strlcpy(out->detail, gst_structure_get_string(stats, "detail"), sizeof out->detail);
-    gst_structure_free(stats);
-    out->fps = (a.seen - a.warmup - 1) * 1e9 / (double) (a.last_ns - a.first_ns);
-    ok = a.seen == o->warmup + o->frames;
+    gint64 first = G_MAXINT64, last = 0;
+    double measured = 0;
+    for (guint s = 0; s < n; s++) {
+      branch *b = &branches[s];
+      read_stats(b->mlp, out, s);
+      ok = ok && b->a.seen == o->warmup + o->frames;
+      first = MIN(first, b->a.first_ns);
+      last = MAX(last, b->a.last_ns);
+      measured += b->a.seen - b->a.warmup;
+    }
+    /* The first arrival opens the window. */
+    out->fps = (measured - 1) * 1e9 / (double) (last - first);
   }
   if (ok && gpu && g_str_equal(o->backend, "cuda")) {
     char path[64] = "";
     sscanf(out->detail, "%63[a-z0-9+]", path);
-    ok = time_gpu(w, o, path, ring[0], gpu);
+    ok = bench_time_gpu(w, o->precision, path, branches[0].ring[0], gpu);
   }
-  for (int i = 0; i < RING; i++)
-    gst_clear_buffer(&ring[i]);
-  if (pool) {
-    gst_buffer_pool_set_active(pool, FALSE);
-    gst_object_unref(pool);
+  for (guint s = 0; s < n; s++) {
+    branch *b = &branches[s];
+    for (int i = 0; i < RING; i++)
+      gst_clear_buffer(&b->ring[i]);
+    if (b->pool) {
+      gst_buffer_pool_set_active(b->pool, FALSE);
+      gst_object_unref(b->pool);
+    }
   }
   gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_query_unref(query);
-  gst_caps_unref(caps);
-  gst_object_unref(mlp_sink);
-  gst_object_unref(sink_pad);
-  gst_object_unref(sink);
-  gst_object_unref(mlp);
-  gst_object_unref(src);
-  gst_object_unref(pipeline);
-  g_mutex_clear(&a.lock);
-  return ok;
-}
-
-/* The same shapes and weights as the element, on a backend of our own: each
- * stage alone on the element's path, every path's MLP, and plain cuBLAS. */
-static gboolean
-time_gpu(const workload *w, const options *o, const char *element_path, GstBuffer *frame,
-         gpu_times *t)
-{
-  GstCaps *caps = gst_caps_from_string(w->caps);
-  pp_frame_layout layout;
-  char *msg = NULL;
-  gint fps_n, fps_d;
-  /* The element's own caps → layout, so YUV workloads read what it reads. */
-  gboolean ok = pp_caps_to_layout(
-      caps, g_str_equal(w->mapping, "rows") ? PP_MAPPING_ROWS : PP_MAPPING_PATCHES, w->patch,
-      g_str_equal(w->color, "luma") ? PP_COLOR_LUMA : PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg);
-  gst_caps_unref(caps);
-  pp_model *model = NULL;
-  pp_backend *b = NULL;
-  pp_backend_options opts = {
-    .kind = PP_BACKEND_CUDA,
-    .precision = g_str_equal(o->precision, "tf32") ? PP_PRECISION_TF32 : PP_PRECISION_FP32,
-  };
-  pp_model_desc desc;
-  if (w->layers)
-    ok = ok && pp_model_desc_parse(w->layers, &desc, &msg) == 0 &&
-         pp_model_generate_desc(layout.k, &desc, &model, &msg) == 0;
-  else
-    ok = ok && pp_model_generate(layout.k, w->hidden, w->outputs, PP_HIDDEN_AUTO, &model) == 0;
-  g_setenv("PINGPONG_CUDA_PATH", element_path, TRUE);
-  ok = ok && pp_backend_cuda_new(&opts, &b, &msg) == 0 &&
-       b->ops->configure(b, model, &layout, 1, &msg) == 0;
-  g_unsetenv("PINGPONG_CUDA_PATH");
-
-  GstMapInfo map;
-  gst_buffer_map(frame, &map, GST_MAP_READ);
-  const size_t out_bytes = ok ? (size_t) layout.n * model->o * sizeof(float) : 0;
-  float *out = ok ? pp_host_alloc(out_bytes, true, &msg) : NULL;
-  ok = ok && out && pp_cuda_time_stages(b, map.data, out, 31, &t->stages, &msg) == 0 &&
-       pp_cuda_time_paths(b, 31, t->paths_us, &msg) == 0;
-
-  /* Plain cuBLAS on the same frame, weights and precision. */
-  if (ok) {
-    cudaStream_t stream;
-    cublasHandle_t blas;
-    cudaEvent_t start, stop;
-    int32_t *h_koff = g_new(int32_t, layout.k), *d_koff = NULL;
-    void *d_frame;
-    float *d_w[2 * PP_MAX_LAYERS] = { NULL }, *x_scratch, *h_scratch[2] = { NULL }, *y;
-    pp_reference_layer ref[PP_MAX_LAYERS];
-    const size_t hidden_bytes = (size_t) layout.n * MAX(pp_model_max_hidden(model), 1) * 4;
-    ok = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
-         cublasCreate(&blas) == CUBLAS_STATUS_SUCCESS && cudaEventCreate(&start) == cudaSuccess &&
-         cudaEventCreate(&stop) == cudaSuccess &&
-         cudaMalloc(&d_frame, layout.frame_bytes) == cudaSuccess &&
-         cudaMalloc((void **) &d_koff, layout.k * sizeof(int32_t)) == cudaSuccess &&
-         cudaMalloc((void **) &x_scratch, (size_t) layout.n * layout.k * 4) == cudaSuccess &&
-         cudaMalloc((void **) &h_scratch[0], hidden_bytes) == cudaSuccess &&
-         cudaMalloc((void **) &h_scratch[1], hidden_bytes) == cudaSuccess &&
-         cudaMalloc((void **) &y, out_bytes) == cudaSuccess;
-    for (unsigned l = 0; ok && l < model->n_layers; l++) {
-      const pp_layer *ml = &model->layers[l];
-      const size_t weights = (size_t) ml->out * ml->in * 4, biases = (size_t) ml->out * 4;
-      ok = cudaMalloc((void **) &d_w[2 * l], weights) == cudaSuccess &&
-           cudaMalloc((void **) &d_w[2 * l + 1], biases) == cudaSuccess &&
-           cudaMemcpyAsync(d_w[2 * l], ml->w, weights, cudaMemcpyHostToDevice, stream) ==
-               cudaSuccess &&
-           cudaMemcpyAsync(d_w[2 * l + 1], ml->b, biases, cudaMemcpyHostToDevice, stream) ==
-               cudaSuccess;
-      ref[l] = (pp_reference_layer){ d_w[2 * l], ml->b ? d_w[2 * l + 1] : NULL, ml->in, ml->out,
-                                     ml->act };
-    }
-    if (layout.kind != PP_LAYOUT_TENSOR)
-      pp_cuda_k_offsets(&layout, h_koff);
-    ok = ok &&
-         cudaMemcpyAsync(d_frame, map.data, layout.frame_bytes, cudaMemcpyHostToDevice, stream) ==
-             cudaSuccess &&
-         cudaMemcpyAsync(d_koff, h_koff, layout.k * sizeof(int32_t), cudaMemcpyHostToDevice,
-                         stream) == cudaSuccess;
-    const pp_cuda_a x = pp_cuda_a_for_layout(&layout, h_koff, d_frame, d_koff);
-    double samples[31];
-    for (int i = -3; ok && i < 31; i++) {
-      float ms = 0;
-      ok = cudaEventRecord(start, stream) == cudaSuccess &&
-           pp_cublas_reference_mlp(blas, stream, &x, layout.n, ref, model->n_layers,
-                                   opts.precision == PP_PRECISION_TF32, x_scratch, h_scratch,
-                                   y) == CUBLAS_STATUS_SUCCESS &&
-           cudaEventRecord(stop, stream) == cudaSuccess &&
-           cudaEventSynchronize(stop) == cudaSuccess &&
-           cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
-      if (i >= 0)
-        samples[i] = ms * 1000.0;
-    }
-    if (ok)
-      t->ref_mlp_us = pp_median(samples, 31);
-    cudaStreamSynchronize(stream);
-    for (unsigned i = 0; i < 2 * PP_MAX_LAYERS; i++)
-      cudaFree(d_w[i]);
-    cudaFree(d_frame), cudaFree(d_koff), cudaFree(x_scratch), cudaFree(y);
-    cudaFree(h_scratch[0]), cudaFree(h_scratch[1]);
-    g_free(h_koff);
-    cublasDestroy(blas);
-    cudaEventDestroy(start), cudaEventDestroy(stop);
-    cudaStreamDestroy(stream);
+  for (guint s = 0; s < n; s++) {
+    branch *b = &branches[s];
+    gst_object_unref(b->sink_pad);
+    gst_object_unref(b->mlp);
+    gst_object_unref(b->src);
+    g_mutex_clear(&b->a.lock);
   }
-  if (!ok)
-    fprintf(stderr, "%s: GPU timing failed: %s\n", w->name, msg ? msg : "CUDA error");
-  gst_buffer_unmap(frame, &map);
-  pp_host_free(out, out_bytes, true);
-  if (b)
-    b->ops->destroy(b);
-  pp_model_free(model);
-  g_free(msg);
+  g_free(branches);
+  gst_object_unref(pipeline);
   return ok;
 }
 
@@ -391,7 +364,7 @@ trace_run(const workload *w, guint slots, const options *o)
 int
 main(int argc, char **argv)
 {
-  options o = { NULL, NULL, NULL, NULL, NULL, NULL, 4096, 128, 3 };
+  options o = { .frames = 4096, .warmup = 128, .repeats = 3, .streams = 1 };
   GOptionEntry entries[] = {
     { "workloads", 0, 0, G_OPTION_ARG_STRING, &o.workloads,
       "seed,hd,hd-nv12,hd-luma,tiny,balanced,deep", "LIST" },
@@ -404,6 +377,14 @@ main(int argc, char **argv)
     { "backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
       "cuda (default), or cpu: frames/s and latency only, no GPU timings (small workloads: tiny)",
       "B" },
+    { "devices", 0, 0, G_OPTION_ARG_STRING, &o.devices,
+      "CUDA devices (0): with one stream, cudamlp's device-id, its slots spread over the list "
+      "(slots must be at least its length); with --streams, stream s on the (s mod G)-th",
+      "LIST" },
+    { "streams", 0, 0, G_OPTION_ARG_INT, &o.streams,
+      "S appsrc ! cudamlp ! fakesink branches in one pipeline, each fed by its own thread; "
+      "frames/s is their sum, --frames per stream (1)",
+      "S" },
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace_dir,
       "after each cell's runs, one more of 512 frames traced (PINGPONG_TRACE) into "
       "DIR/WORKLOAD-slotsN.json",
@@ -432,6 +413,8 @@ main(int argc, char **argv)
 
   if (!o.backend)
     o.backend = g_strdup("cuda");
+  if (!o.devices)
+    o.devices = g_strdup("0");
   int devices = 0;
   struct cudaDeviceProp prop = { .name = "the CPU" };
   if (g_str_equal(o.backend, "cuda") &&
@@ -441,10 +424,10 @@ main(int argc, char **argv)
   }
   if (devices)
     cudaGetDeviceProperties(&prop, 0);
-  printf("# device: %s, %d SMs; backend=%s completion=%s precision=%s; %d measured frames after "
-         "%d, median of %d runs\n",
-         prop.name, prop.multiProcessorCount, o.backend, o.completion, o.precision, o.frames,
-         o.warmup, o.repeats);
+  printf("# device: %s, %d SMs (%d visible); backend=%s devices=%s streams=%d completion=%s "
+         "precision=%s; %d measured frames after %d, median of %d runs\n",
+         prop.name, prop.multiProcessorCount, devices, o.backend, o.devices, o.streams,
+         o.completion, o.precision, o.frames, o.warmup, o.repeats);
   printf("| workload | slots | frames/s | period µs | latency p50 µs | p99 µs | H2D µs | MLP µs | "
          "D2H µs | ideal µs | efficiency | cuBLAS MLP µs | MLP/cuBLAS | path |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -511,5 +494,6 @@ main(int argc, char **argv)
          inside->str);
   g_string_free(inside, TRUE);
   g_free(o.workloads), g_free(o.slots), g_free(o.completion), g_free(o.precision);
+  g_free(o.devices), g_free(o.backend), g_free(o.trace_dir);
   return failures ? 1 : 0;
 }
