@@ -20,7 +20,9 @@ packages=(
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly
+  gstreamer1.0-plugins-bad  # gdppay/gdpdepay for pipelines/sender.sh and receiver.sh
   gstreamer1.0-tools
+  iproute2  # the network pair's test between two network namespaces
   liburing-dev libcmocka-dev libjson-glib-dev
   python3 python3-venv python3-pip python3-numpy python3-torch python3-matplotlib
   clang-format

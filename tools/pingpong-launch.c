@@ -1,0 +1,351 @@
+/* pingpong-launch: gst-launch-1.0 for the network pipelines (pipelines/
+ * sender.sh, receiver.sh), with what gst-launch cannot tell:
+ *
+ * - A network source that ends before the stream it carries did is an
+ *   error. GStreamer's TCP and SRT sources end with EOS when the peer goes
+ *   away, exactly as at a real end, and gdppay does not carry EOS; so the
+ *   sending side's --mark-end puts an end marker (a custom serialized
+ *   event, which gdppay does carry, and cudamlp passes on in order) just
+ *   before EOS, and an EOS leaving the source named by --net before the
+ *   marker has left the depayloader after it means the connection dropped
+ *   mid-stream.
+ * - A network source silent for --idle-timeout seconds after its first
+ *   buffer is an error too: a cable pulled sends no FIN, and TCP would wait
+ *   forever.
+ * - --latency NAME: for each buffer reaching element NAME's sink pad, the
+ *   pipeline's running time now minus the buffer's running time (its PTS in
+ *   its segment); with a live source in the same pipeline, the frame's
+ *   whole round trip. p50/p99/max printed at the end.
+ * - --count NAME: buffers reaching NAME's sink pad, printed at the end.
+ * - --wait-client NAME: PLAYING only once a client has connected to NAME
+ *   (a tcpserversink, which drops what it gets while it has none), so a
+ *   stream loses nothing while the receiver starts.
+ *
+ *   pingpong-launch [--net NAME] [--idle-timeout S] [--mark-end NAME]
+ *                   [--latency NAME] [--count NAME] PIPELINE-DESCRIPTION...
+ * Exit status: 0 at EOS, 1 on an error (printed), 2 on bad arguments. */
+#include <glib-unix.h>
+#include <gst/gst.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define END_MARKER "pingpong-end-of-stream"
+
+typedef struct {
+  GstElement *pipeline;
+  GMainLoop *loop;
+  int status;
+  /* --net */
+  GstElement *net;
+  gint in_band_eos;    /* the depayloader has let the end marker out */
+  gboolean forwarding; /* on_depayloaded is pushing the marker itself */
+  gint64 last_buffer_us;
+  guint idle_timeout_s;
+  /* --latency */
+  GArray *latencies_us;
+  GMutex lock;
+  guint64 counted;
+} launch;
+
+static void
+post_error(launch *l, const char *text)
+{
+  GError *err = g_error_new_literal(GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, text);
+  gst_element_post_message(l->net, gst_message_new_error(GST_OBJECT(l->net), err, NULL));
+  g_error_free(err);
+}
+
+static GstPadProbeReturn
+on_depayloaded(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  launch *l = data;
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+  /* By name alone: GDP does not keep a custom event's type (it comes out
+   * as an unknown serialized downstream type). */
+  if (l->forwarding || !gst_event_has_name(event, END_MARKER))
+    return GST_PAD_PROBE_OK;
+  g_atomic_int_set(&l->in_band_eos, 1);
+  /* The stream ends here, not when the peer closes the connection (which
+   * it does only when its own pipeline stops): the marker goes on, so the
+   * results carry it back, and EOS after it. */
+  l->forwarding = TRUE;
+  gst_pad_push_event(pad, gst_event_ref(event));
+  gst_pad_push_event(pad, gst_event_new_eos());
+  l->forwarding = FALSE;
+  return GST_PAD_PROBE_DROP;
+}
+
+/* --mark-end: the marker goes into the payloader just before EOS. */
+static GstPadProbeReturn
+on_payloader_event(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  (void) data;
+  if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS)
+    gst_pad_send_event(pad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                                                 gst_structure_new_empty(END_MARKER)));
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+on_net_output(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  launch *l = data;
+  (void) pad;
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    __atomic_store_n(&l->last_buffer_us, g_get_monotonic_time(), __ATOMIC_RELAXED);
+    return GST_PAD_PROBE_OK;
+  }
+  if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS &&
+      !g_atomic_int_get(&l->in_band_eos)) {
+    post_error(l, "the connection closed before the end of the stream it carried (the peer "
+                  "stopped, or the network dropped)");
+    return GST_PAD_PROBE_DROP;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static gboolean
+check_idle(gpointer data)
+{
+  launch *l = data;
+  const gint64 last = __atomic_load_n(&l->last_buffer_us, __ATOMIC_RELAXED);
+  if (last && g_get_monotonic_time() - last > (gint64) l->idle_timeout_s * G_USEC_PER_SEC) {
+    char text[160];
+    g_snprintf(text, sizeof text,
+               "nothing arrived for %u s (--idle-timeout): the peer or the network is gone",
+               l->idle_timeout_s);
+    post_error(l, text);
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static GstPadProbeReturn
+on_result(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  launch *l = data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
+  g_mutex_lock(&l->lock);
+  l->counted++;
+  GstEvent *seg_event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+  GstClock *clock = gst_element_get_clock(l->pipeline);
+  if (l->latencies_us && seg_event && clock && GST_BUFFER_PTS_IS_VALID(buf)) {
+    const GstSegment *segment;
+    gst_event_parse_segment(seg_event, &segment);
+    const GstClockTime pts =
+        gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buf));
+    const GstClockTime now = gst_clock_get_time(clock) - gst_element_get_base_time(l->pipeline);
+    if (GST_CLOCK_TIME_IS_VALID(pts)) {
+      const double us = ((gint64) now - (gint64) pts) / 1000.0;
+      g_array_append_val(l->latencies_us, us);
+    }
+  }
+  gst_clear_object(&clock);
+  if (seg_event)
+    gst_event_unref(seg_event);
+  g_mutex_unlock(&l->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static gboolean
+on_message(GstBus *bus, GstMessage *msg, gpointer data)
+{
+  launch *l = data;
+  (void) bus;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+    gchar *debug = NULL;
+    gst_message_parse_error(msg, &err, &debug);
+    fprintf(stderr, "ERROR from %s: %s\n%s%s", GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message,
+            debug ? debug : "", debug ? "\n" : "");
+    g_error_free(err);
+    g_free(debug);
+    l->status = 1;
+    g_main_loop_quit(l->loop);
+  } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+    g_main_loop_quit(l->loop);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* Ctrl-C ends the stream cleanly: EOS from the sources, so --mark-end
+ * tells the peer; a second one stops at once. */
+static gboolean
+on_interrupt(gpointer data)
+{
+  launch *l = data;
+  static gboolean asked;
+  if (asked) {
+    l->status = 1;
+    g_main_loop_quit(l->loop);
+    return G_SOURCE_REMOVE;
+  }
+  asked = TRUE;
+  fprintf(stderr, "interrupt: ending the stream (again to stop now)\n");
+  gst_element_send_event(l->pipeline, gst_event_new_eos());
+  return G_SOURCE_CONTINUE;
+}
+
+static GstElement *
+named(launch *l, const char *name)
+{
+  GstElement *e = gst_bin_get_by_name(GST_BIN(l->pipeline), name);
+  if (!e)
+    fprintf(stderr, "pingpong-launch: no element named %s in the pipeline\n", name);
+  return e;
+}
+
+static int
+compare_doubles(gconstpointer a, gconstpointer b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+static double
+percentile(GArray *sorted, double p)
+{
+  return g_array_index(sorted, double, (guint) (p * (sorted->len - 1) + 0.5));
+}
+
+/* The source's peer, the element right after it: the depayloader. */
+static gboolean
+watch_net(launch *l, const char *name)
+{
+  l->net = named(l, name);
+  if (!l->net)
+    return FALSE;
+  GstPad *src = gst_element_get_static_pad(l->net, "src");
+  GstPad *peer = src ? gst_pad_get_peer(src) : NULL;
+  GstElement *depay = peer ? gst_pad_get_parent_element(peer) : NULL;
+  GstPad *depay_src = depay ? gst_element_get_static_pad(depay, "src") : NULL;
+  if (!depay_src) {
+    fprintf(stderr, "pingpong-launch: %s must be a source linked to a depayloader\n", name);
+  } else {
+    gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+                      on_net_output, l, NULL);
+    gst_pad_add_probe(depay_src, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_depayloaded, l, NULL);
+  }
+  gboolean ok = depay_src != NULL;
+  gst_clear_object(&depay_src);
+  gst_clear_object(&depay);
+  gst_clear_object(&peer);
+  gst_clear_object(&src);
+  return ok;
+}
+
+static gboolean
+watch_sink(launch *l, const char *name, GstPadProbeType type, GstPadProbeCallback callback)
+{
+  GstElement *e = named(l, name);
+  GstPad *pad = e ? gst_element_get_static_pad(e, "sink") : NULL;
+  const gboolean ok = pad != NULL;
+  if (ok)
+    gst_pad_add_probe(pad, type, callback, l, NULL);
+  gst_clear_object(&pad);
+  gst_clear_object(&e);
+  return ok;
+}
+
+int
+main(int argc, char **argv)
+{
+  gchar *net = NULL, *latency = NULL, *count = NULL, *mark_end = NULL, *wait_client = NULL;
+  gint idle = 10;
+  GOptionEntry entries[] = {
+    { "net", 0, 0, G_OPTION_ARG_STRING, &net,
+      "the network source: its EOS before the in-band one, or silence, is an error", "NAME" },
+    { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle,
+      "seconds without data from --net (after the first) that end the run with an error (10)",
+      "S" },
+    { "mark-end", 0, 0, G_OPTION_ARG_STRING, &mark_end,
+      "send the end marker into NAME (the payloader) before EOS, for the peer's --net", "NAME" },
+    { "wait-client", 0, 0, G_OPTION_ARG_STRING, &wait_client,
+      "go to PLAYING only once a client has connected to NAME (a tcpserversink)", "NAME" },
+    { "latency", 0, 0, G_OPTION_ARG_STRING, &latency,
+      "print the running-time latency of the buffers reaching NAME", "NAME" },
+    { "count", 0, 0, G_OPTION_ARG_STRING, &count, "print how many buffers reached NAME", "NAME" },
+    { NULL },
+  };
+  GOptionContext *ctx = g_option_context_new("PIPELINE-DESCRIPTION");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_add_group(ctx, gst_init_get_option_group());
+  GError *err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc < 2 || idle < 1) {
+    fprintf(stderr, "%s\n", err ? err->message : "give a pipeline description");
+    return 2;
+  }
+  g_option_context_free(ctx);
+
+  launch l = { .idle_timeout_s = (guint) idle };
+  g_mutex_init(&l.lock);
+  gchar *desc = g_strjoinv(" ", argv + 1);
+  l.pipeline = gst_parse_launch(desc, &err);
+  g_free(desc);
+  if (!l.pipeline || err) {
+    fprintf(stderr, "pipeline: %s\n", err ? err->message : "cannot be built");
+    return 2;
+  }
+  if (latency)
+    l.latencies_us = g_array_new(FALSE, FALSE, sizeof(double));
+  const GstPadProbeType buffers = GST_PAD_PROBE_TYPE_BUFFER;
+  if ((net && !watch_net(&l, net)) || (latency && !watch_sink(&l, latency, buffers, on_result)) ||
+      (count && !(latency && g_str_equal(count, latency)) &&
+       !watch_sink(&l, count, buffers, on_result)) ||
+      (mark_end &&
+       !watch_sink(&l, mark_end, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_payloader_event)))
+    return 2;
+
+  l.loop = g_main_loop_new(NULL, FALSE);
+  GstBus *bus = gst_element_get_bus(l.pipeline);
+  gst_bus_add_watch(bus, on_message, &l);
+  if (net)
+    g_timeout_add(250, check_idle, &l);
+  g_unix_signal_add(SIGINT, on_interrupt, &l);
+  GstElement *server = wait_client ? named(&l, wait_client) : NULL;
+  if (wait_client && !server)
+    return 2;
+  if (server) {
+    /* PAUSED first: a live source sends nothing, a file-like one prerolls
+     * its first frame into the sink, which sends it at PLAYING. */
+    g_signal_connect_swapped(server, "client-added", G_CALLBACK(g_main_loop_quit), l.loop);
+    if (gst_element_set_state(l.pipeline, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE) {
+      fprintf(stderr, "waiting for the receiver to connect to %s\n", wait_client);
+      g_main_loop_run(l.loop);
+    }
+    gst_object_unref(server);
+  }
+  if (l.status != 0 ||
+      gst_element_set_state(l.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    /* The error message on the bus says why. */
+    l.status = 1;
+    GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    if (msg) {
+      on_message(bus, msg, &l);
+      gst_message_unref(msg);
+    }
+  } else {
+    g_main_loop_run(l.loop);
+  }
+  gst_element_set_state(l.pipeline, GST_STATE_NULL);
+  gst_bus_remove_watch(bus);
+  gst_object_unref(bus);
+
+  if (count)
+    printf("count %s: %" G_GUINT64_FORMAT "\n", count, l.counted);
+  if (l.latencies_us && l.latencies_us->len) {
+    g_array_sort(l.latencies_us, compare_doubles);
+    printf("latency %s: frames %u, p50 %.0f µs, p99 %.0f µs, max %.0f µs\n", latency,
+           l.latencies_us->len, percentile(l.latencies_us, 0.5), percentile(l.latencies_us, 0.99),
+           percentile(l.latencies_us, 1.0));
+  }
+  if (l.latencies_us)
+    g_array_free(l.latencies_us, TRUE);
+  gst_clear_object(&l.net);
+  gst_object_unref(l.pipeline);
+  g_main_loop_unref(l.loop);
+  g_mutex_clear(&l.lock);
+  g_free(net), g_free(latency), g_free(count), g_free(mark_end), g_free(wait_client);
+  return l.status;
+}
