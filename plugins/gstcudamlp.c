@@ -266,8 +266,8 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   self->pinned = g_str_equal(pp_engine_backend_name(self->engine), "cuda");
   self->allocator = gst_pp_pinned_allocator_new(self->pinned);
   self->srcresult = GST_FLOW_FLUSHING;
-  GST_INFO_OBJECT(self, "started the %s backend with %u slots",
-                  pp_engine_backend_name(self->engine), self->active_slots);
+  GST_INFO_OBJECT(self, "started the %s backend with %u slots in CUDA context %p",
+                  pp_engine_backend_name(self->engine), self->active_slots, options.cuda_context);
   return TRUE;
 }
 

@@ -34,7 +34,7 @@ echo "== $FRAMES frames through the pair, against a local run"
 gst-launch-1.0 -q videotestsrc num-buffers="$FRAMES" pattern=ball \
   ! "video/x-raw,format=GRAY8,width=$WIDTH,height=$HEIGHT,framerate=30/1" \
   ! cudamlp backend="$BACKEND" ! filesink location="$work/local.bin"
-start_sender "$work/sender.log" FRAMES="$FRAMES" OUT="$work/net.bin"
+start_sender "$work/sender.log" FRAMES="$FRAMES" SCORES="$work/net.bin"
 ip netns exec "$gpu" "$root/pipelines/receiver.sh" > "$work/receiver.log" 2>&1 ||
   { cat "$work/receiver.log" "$work/sender.log"; exit 1; }
 wait_for "$sender" 10 || { echo "sender: exit $?"; cat "$work/sender.log"; exit 1; }
