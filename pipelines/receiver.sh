@@ -20,7 +20,7 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 : "${CAPTURE_HOST:?set CAPTURE_HOST to the address of the sender}"
 PORT=${PORT:-5000} RESULTS_PORT=${RESULTS_PORT:-5001} IDLE=${IDLE:-10} WAIT=${WAIT:-10}
-BACKEND=${BACKEND:-auto} MLP_ARGS=${MLP_ARGS:-}
+BACKEND=${BACKEND:-auto} MLP_ARGS=${MLP_ARGS:-} BLOCKSIZE=${BLOCKSIZE:-4194304}
 launch=${PP_LAUNCH:-$PP_BUILD/tools/pingpong-launch}
 
 for ((try = 0; ; try++)); do
@@ -34,6 +34,6 @@ done
 
 # shellcheck disable=SC2086 # MLP_ARGS is a list of properties
 exec "$launch" --net net --idle-timeout "$IDLE" \
-  fdsrc name=net fd=3 blocksize=4194304 ! gdpdepay \
+  fdsrc name=net fd=3 blocksize="$BLOCKSIZE" ! gdpdepay \
   ! cudamlp name=mlp backend="$BACKEND" $MLP_ARGS \
   ! gdppay ! tcpclientsink host="$CAPTURE_HOST" port="$RESULTS_PORT" sync=false
