@@ -39,9 +39,9 @@ ratios() { # one-device table, two-device table, label
 }
 
 run one-gpu --devices 0 --slots 2,3
-run two-gpus --devices 0,1 --slots 4,6
-run streams-one-gpu --devices 0 --streams "$streams" --slots 2
-run streams-two-gpus --devices 0,1 --streams "$streams" --slots 2
+run two-gpus --devices 0,1 --slots 4,6,8
+run streams-one-gpu --devices 0 --streams "$streams" --slots 2,3
+run streams-two-gpus --devices 0,1 --streams "$streams" --slots 2,3
 echo "== 2 GPUs against 1 (best slot count each)"
 ratios one-gpu two-gpus "one stream"
 ratios streams-one-gpu streams-two-gpus "$streams streams"
