@@ -1,6 +1,11 @@
-#include "fake_backend.h"
-
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
 #include <errno.h>
+#include <math.h>
+
+#include "fake_backend.h"
 
 static void
 fake_complete_one(fake_backend *f, guint index_in_pending)
@@ -144,4 +149,33 @@ fake_set_hold(fake_backend *f, bool hold)
   f->hold = hold;
   g_cond_broadcast(&f->changed);
   g_mutex_unlock(&f->lock);
+}
+
+int
+fake_submit_frame(pp_engine *e, fake_frames *f, unsigned seq)
+{
+  unsigned ticket;
+  int rc = pp_engine_acquire(e, &ticket);
+  if (rc < 0)
+    return rc;
+  f->inputs[ticket] = (float) seq;
+  f->outputs[ticket] = NAN;
+  const pp_job job = { .input = &f->inputs[ticket], .output = &f->outputs[ticket] };
+  char *msg = NULL;
+  rc = pp_engine_submit(e, ticket, &job, GUINT_TO_POINTER(seq + 1), &msg);
+  g_free(msg);
+  return rc;
+}
+
+void
+fake_expect_frame(pp_engine *e, fake_frames *f, unsigned seq, int status)
+{
+  pp_item item;
+  assert_int_equal(pp_engine_pop(e, &item), 0);
+  assert_int_equal(item.kind, PP_ITEM_FRAME);
+  assert_int_equal(GPOINTER_TO_UINT(item.user), seq + 1);
+  assert_int_equal(item.status, status);
+  if (status == 0)
+    assert_float_equal(f->outputs[item.ticket], seq * 2.0f + 1, 0);
+  pp_engine_release(e, item.ticket);
 }

@@ -8,6 +8,7 @@
 #include <glib.h>
 
 #include "backend.h"
+#include "engine.h"
 #include "testutil.h"
 
 typedef struct {
@@ -30,5 +31,17 @@ typedef struct {
 
 fake_backend *fake_new(bool hold, uint64_t seed);
 void fake_set_hold(fake_backend *f, bool hold);
+
+/* Per-ticket frames for a fake behind an engine: frame seq's input is seq
+ * and its result seq * 2 + 1, so a mix-up shows. */
+typedef struct {
+  float inputs[PP_MAX_TICKETS], outputs[PP_MAX_TICKETS];
+} fake_frames;
+
+/* Acquires and submits frame `seq` (user = seq + 1, never NULL). */
+int fake_submit_frame(pp_engine *e, fake_frames *f, unsigned seq);
+/* Pops one item and checks (cmocka) it is frame `seq` with `status` and,
+ * when 0, its own result; releases it. */
+void fake_expect_frame(pp_engine *e, fake_frames *f, unsigned seq, int status);
 
 #endif

@@ -23,7 +23,7 @@ typedef struct {
   pp_engine *engine;
   fake_backend *parts[PP_MAX_DEVICES];
   unsigned n_parts, slots;
-  float inputs[PP_MAX_TICKETS], outputs[PP_MAX_TICKETS];
+  fake_frames frames;
 } spread_rig;
 
 static void
@@ -54,31 +54,13 @@ rig_open(spread_rig *r, unsigned n_parts, unsigned slots, bool hold)
 static int
 submit(spread_rig *r, unsigned seq)
 {
-  unsigned ticket;
-  int rc = pp_engine_acquire(r->engine, &ticket);
-  if (rc < 0)
-    return rc;
-  r->inputs[ticket] = (float) seq;
-  r->outputs[ticket] = NAN;
-  const pp_job job = { .input = &r->inputs[ticket], .output = &r->outputs[ticket] };
-  char *msg = NULL;
-  rc = pp_engine_submit(r->engine, ticket, &job, GUINT_TO_POINTER(seq + 1), &msg);
-  g_free(msg);
-  return rc;
+  return fake_submit_frame(r->engine, &r->frames, seq);
 }
 
-/* Pops one item: frame `seq`, with `status`, and (when 0) its own result. */
 static void
 expect(spread_rig *r, unsigned seq, int status)
 {
-  pp_item item;
-  assert_int_equal(pp_engine_pop(r->engine, &item), 0);
-  assert_int_equal(item.kind, PP_ITEM_FRAME);
-  assert_int_equal(GPOINTER_TO_UINT(item.user), seq + 1);
-  assert_int_equal(item.status, status);
-  if (status == 0)
-    assert_float_equal(r->outputs[item.ticket], seq * 2.0f + 1, 0);
-  pp_engine_release(r->engine, item.ticket);
+  fake_expect_frame(r->engine, &r->frames, seq, status);
 }
 
 typedef struct {

@@ -24,8 +24,7 @@ static uint64_t seed;
 typedef struct {
   pp_engine *engine;
   fake_backend *fake;
-  float inputs[PP_MAX_TICKETS];
-  float outputs[PP_MAX_TICKETS];
+  fake_frames frames;
   int discarded_frames, discarded_markers;
   GAsyncQueue *discarded;
 } rig;
@@ -67,34 +66,16 @@ rig_free(rig *r)
   g_free(r);
 }
 
-/* Submits frame `seq` (user = seq + 1 so it is never NULL). */
 static int
 submit_frame(rig *r, unsigned seq)
 {
-  unsigned ticket;
-  int rc = pp_engine_acquire(r->engine, &ticket);
-  if (rc < 0)
-    return rc;
-  r->inputs[ticket] = (float) seq;
-  r->outputs[ticket] = NAN;
-  const pp_job job = { .input = &r->inputs[ticket], .output = &r->outputs[ticket] };
-  char *msg = NULL;
-  rc = pp_engine_submit(r->engine, ticket, &job, GUINT_TO_POINTER(seq + 1), &msg);
-  g_free(msg);
-  return rc;
+  return fake_submit_frame(r->engine, &r->frames, seq);
 }
 
-/* Pops one item and checks it is frame `seq` with its own result. */
 static void
 expect_frame(rig *r, unsigned seq)
 {
-  pp_item item;
-  assert_int_equal(pp_engine_pop(r->engine, &item), 0);
-  assert_int_equal(item.kind, PP_ITEM_FRAME);
-  assert_int_equal(GPOINTER_TO_UINT(item.user), seq + 1);
-  assert_int_equal(item.status, 0);
-  assert_float_equal(r->outputs[item.ticket], seq * 2.0f + 1, 0);
-  pp_engine_release(r->engine, item.ticket);
+  fake_expect_frame(r->engine, &r->frames, seq, 0);
 }
 
 /* ---- ordering ------------------------------------------------------------ */
