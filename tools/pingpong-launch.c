@@ -187,6 +187,23 @@ on_interrupt(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+static gboolean
+quit_loop(gpointer data)
+{
+  g_main_loop_quit(((launch *) data)->loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* From the sink's own thread, maybe before the loop runs: an idle source
+ * quits it once it does (a direct g_main_loop_quit before g_main_loop_run
+ * would be forgotten, and the sender would wait for ever). */
+static void
+on_client_added(GstElement *sink, GObject *socket, gpointer data)
+{
+  (void) sink, (void) socket;
+  g_idle_add(quit_loop, data);
+}
+
 static GstElement *
 named(launch *l, const char *name)
 {
@@ -309,7 +326,7 @@ main(int argc, char **argv)
   if (server) {
     /* PAUSED first: a live source sends nothing, a file-like one prerolls
      * its first frame into the sink, which sends it at PLAYING. */
-    g_signal_connect_swapped(server, "client-added", G_CALLBACK(g_main_loop_quit), l.loop);
+    g_signal_connect(server, "client-added", G_CALLBACK(on_client_added), &l);
     if (gst_element_set_state(l.pipeline, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE) {
       fprintf(stderr, "waiting for the receiver to connect to %s\n", wait_client);
       g_main_loop_run(l.loop);
