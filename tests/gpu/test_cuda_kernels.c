@@ -272,36 +272,51 @@ random_model(test_rng *rng, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu
   return m;
 }
 
+/* The whole two-layer MLP in one kernel: mlp_fused (O = 1; rows = 0) or
+ * mlp_small with `rows` rows per block. */
 static void
-check_fused(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
-            uint32_t n, uint32_t k, uint32_t d, uint32_t patch, pp_act hidden, pp_act out,
-            bool bias)
+check_whole(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
+            uint32_t n, uint32_t k, uint32_t d, uint32_t o, uint32_t patch, pp_act hidden,
+            pp_act out, bool bias, uint32_t rows)
 {
   input in = make_input(rng, kind, format, n, k, patch);
   n = in.layout.n;
   k = in.layout.k;
-  pp_model *m = random_model(rng, k, d, 1, false, bias);
+  pp_model *m = random_model(rng, k, d, o, false, bias);
   m->layers[0].act = hidden;
   m->layers[1].act = out;
   const uint32_t ldw = pp_cuda_pad4(d);
   float *w0t = transposed(m->layers[0].w, d, k, ldw);
   float *d_w0t = device_copy(w0t, (size_t) k * ldw * sizeof(float));
   float *d_b0 = bias ? device_copy(m->layers[0].b, d * sizeof(float)) : NULL;
-  float *d_w1 = device_copy(m->layers[1].w, d * sizeof(float));
-  float *d_b1 = bias ? device_copy(m->layers[1].b, sizeof(float)) : NULL;
-  float *d_y = device_poisoned(n);
-  CHECK_CUDA(pp_cuda_mlp_fused(stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1, out,
-                               d_y, pp_cuda_fused_tile_for(d)));
-  float *y = host_result(d_y, n);
-  double *ref = g_new(double, n), *mag = g_new(double, n);
+  float *d_w1 = device_copy(m->layers[1].w, (size_t) o * d * sizeof(float));
+  float *d_b1 = bias ? device_copy(m->layers[1].b, o * sizeof(float)) : NULL;
+  float *d_y = device_poisoned((size_t) n * o);
+  if (rows == 0)
+    CHECK_CUDA(pp_cuda_mlp_fused(stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1, out,
+                                 d_y, pp_cuda_fused_tile_for(d)));
+  else
+    CHECK_CUDA(pp_cuda_mlp_small(stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1, o,
+                                 out, d_y, rows));
+  float *y = host_result(d_y, (size_t) n * o);
+  double *ref = g_new(double, (size_t) n *o), *mag = g_new(double, (size_t) n *o);
   test_reference_mlp(m, in.x, n, ref, mag);
   g_autofree char *what =
-      g_strdup_printf("fused mlp %s %u×%u→%u→1 act%d, act%d", name, n, k, d, hidden.kind, out.kind);
-  expect_close(what, y, ref, mag, n, true, PP_FP32_REL_TOL);
+      g_strdup_printf("%s mlp %s %u×%u→%u→%u act%d, act%d (rows %u)", rows ? "small" : "fused",
+                      name, n, k, d, o, hidden.kind, out.kind, rows);
+  expect_close(what, y, ref, mag, (size_t) n * o, true, PP_FP32_REL_TOL);
   g_free(w0t), g_free(y), g_free(ref), g_free(mag);
   cudaFree(d_w0t), cudaFree(d_b0), cudaFree(d_w1), cudaFree(d_b1), cudaFree(d_y);
   pp_model_free(m);
   free_input(&in);
+}
+
+static void
+check_fused(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
+            uint32_t n, uint32_t k, uint32_t d, uint32_t patch, pp_act hidden, pp_act out,
+            bool bias)
+{
+  check_whole(rng, name, kind, format, n, k, d, 1, patch, hidden, out, bias, 0);
 }
 
 static void
@@ -321,6 +336,30 @@ test_fused_mlp(void **state)
     return;
   check_fused(&rng, "tiny", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 0, ID, RELU, true);
   check_fused(&rng, "hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 256, 8, ID, RELU, true);
+}
+
+/* mlp_small on every rows-per-block choice and hidden width class, with
+ * ragged row counts (not a multiple of the rows per block), K past one
+ * 256-input pass, several outputs, and every way of reading X. */
+static void
+test_small_mlp(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 9);
+  const pp_act gelu = { PP_ACT_GELU, 0 }, silu = { PP_ACT_SILU, 0 };
+  for (uint32_t i = 0; i < PP_SMALL_ROW_CHOICES; i++) {
+    const uint32_t rows = 1u << i;
+    check_whole(&rng, "tiny", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 256, 256, 64, 1, 0, ID, RELU, true,
+                rows);
+    check_whole(&rng, "f32", PP_LAYOUT_TENSOR, 0, 301, 777, 200, 3, 0, RELU, ID, true, rows);
+    check_whole(&rng, "f32 narrow", PP_LAYOUT_TENSOR, 0, 99, 37, 20, 32, 0, gelu, silu, false,
+                rows);
+    check_whole(&rng, "bgra rows (gather)", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 77, 300, 100, 2, 0, RELU,
+                RELU, true, rows);
+    check_whole(&rng, "rgb patches (u8x4)", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 120, 0, 256, 1, 8, ID,
+                RELU, true, rows);
+  }
 }
 
 static void
@@ -440,6 +479,15 @@ test_launchers_check_shapes(void **state)
                    cudaErrorInvalidValue); /* d > 256 */
   assert_int_equal(pp_cuda_rowdot(stream, dummy, 4, 4, 4, dummy, NULL, 33, ID, dummy),
                    cudaErrorInvalidValue); /* o > 32 */
+  assert_int_equal(
+      pp_cuda_mlp_small(stream, &a, 4, 4, dummy, 260, NULL, 257, ID, dummy, NULL, 1, ID, dummy, 1),
+      cudaErrorInvalidValue); /* d > 256 */
+  assert_int_equal(
+      pp_cuda_mlp_small(stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 33, ID, dummy, 1),
+      cudaErrorInvalidValue); /* o > 32 */
+  assert_int_equal(
+      pp_cuda_mlp_small(stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 1, ID, dummy, 3),
+      cudaErrorInvalidValue); /* 3 rows a block */
   pp_cuda_a bytes = { .kind = PP_A_U8_GATHER };
   assert_int_equal(pp_cuda_convert(stream, &bytes, 4, 4, dummy, 4), cudaErrorInvalidValue);
   assert_int_equal(pp_cuda_fused_tile_for(300), PP_N_FUSED_TILES);
@@ -596,6 +644,7 @@ main(void)
     cmocka_unit_test(test_gemm),
     cmocka_unit_test(test_gemm_activations),
     cmocka_unit_test(test_fused_mlp),
+    cmocka_unit_test(test_small_mlp),
     cmocka_unit_test(test_rowdot),
     cmocka_unit_test(test_convert_and_bias_act),
     cmocka_unit_test(test_launchers_check_shapes),
