@@ -46,7 +46,15 @@ DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
             { PP_COMPLETION_EVENT_THREAD,
               "A thread that sleeps until a frame is nearly due, then polls its event "
               "(lower latency; uses some CPU)",
-              "event-thread" })
+              "event-thread" },
+            { PP_COMPLETION_CONSUMER,
+              "The thread that pushes results waits for each frame itself, sleeping until it is "
+              "nearly due, then polling: no hand-off between threads (lowest latency)",
+              "consumer" },
+            { PP_COMPLETION_AUTO,
+              "consumer with up to 2 slots (latency), event-thread with more (throughput of small "
+              "frames)",
+              "auto" })
 
 DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
             { PP_COLOR_RGB,

@@ -198,6 +198,7 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   const pp_hidden_activation activation = self->hidden_activation;
   g_autofree gchar *device_error = g_strdup(self->device_error);
   self->active_slots = self->slots;
+  options.completion = pp_completion_resolve(options.completion, self->active_slots);
   /* The backend runs in the pipeline's CUDA context, so the kernels can read
    * what NVDEC or cudaupload left in device memory (one device only: the
    * context is not made for a list). */

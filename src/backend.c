@@ -170,3 +170,20 @@ pp_host_free(void *ptr, size_t size, bool pinned)
     pp_cuda_host_unregister(ptr);
   pp_host_unmap(ptr, size);
 }
+
+/* The consumer reporting frames itself saves a wake-up per frame (paced tiny
+ * frames on the H100: 33 µs against 71), but it also pops and pushes every
+ * frame, so with many slots of small frames its one thread is what limits
+ * them; the event thread then carries more (tiny, saturated: 3 and 4 slots
+ * 59.7k and 66.3k frames/s against 63.3k and 51.4k with the consumer;
+ * docs/PERFORMANCE.md). Few slots is a choice for latency, many for
+ * throughput. */
+#define CONSUMER_MAX_SLOTS 2
+
+pp_completion
+pp_completion_resolve(pp_completion completion, unsigned slots)
+{
+  if (completion != PP_COMPLETION_AUTO)
+    return completion;
+  return slots <= CONSUMER_MAX_SLOTS ? PP_COMPLETION_CONSUMER : PP_COMPLETION_EVENT_THREAD;
+}

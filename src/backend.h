@@ -17,7 +17,7 @@
 #include "model.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 3
+#define PP_BACKEND_ABI 4
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -84,6 +84,12 @@ typedef struct {
   /* Optional: how the backend runs frames (kernels chosen, completion), for
    * logs and stats. Valid until the next configure. */
   const char *(*describe)(pp_backend *b);
+  /* Optional, for backends that have no thread of their own to report
+   * completions (completion=consumer): on the consumer's thread, waits at
+   * most `timeout_ns` for the slot's submitted frame and reports it through
+   * `complete` before returning 0; -EAGAIN if it is still running. A frame
+   * some other caller (sync) reported already also returns 0. */
+  int (*wait)(pp_backend *b, unsigned slot, int64_t timeout_ns);
 } pp_backend_ops;
 
 struct pp_backend {
@@ -111,7 +117,13 @@ typedef enum {
 typedef enum {
   PP_COMPLETION_HOST_FUNC,    /* cudaLaunchHostFunc at the end of each frame's work */
   PP_COMPLETION_EVENT_THREAD, /* a thread waiting on each frame's completion event */
+  PP_COMPLETION_CONSUMER,     /* the consumer waits on the event itself, before it pops */
+  PP_COMPLETION_AUTO,         /* consumer for up to 2 slots, else event-thread (resolve below) */
 } pp_completion;
+
+/* What PP_COMPLETION_AUTO means with `slots` slots; other values as they
+ * are. Backends are only ever given the result. */
+pp_completion pp_completion_resolve(pp_completion completion, unsigned slots);
 
 typedef struct {
   pp_backend_kind kind;

@@ -13,8 +13,9 @@
  * PP_ROWDOT_MAX_O outputs (and a layer before it) runs in the row-dot
  * kernel. */
 typedef enum {
-  PP_PATH_FUSED,  /* one kernel for a whole two-layer MLP (O = 1, D ≤ 256) */
-  PP_PATH_OWN,    /* our GEMM, 128×128 tiles, bias and activation in its epilogue */
+  PP_PATH_FUSED, /* one kernel for a whole two-layer MLP (O = 1, D ≤ 256) */
+  PP_PATH_SMALL, /* one kernel for a whole two-layer MLP (O ≤ 32, D ≤ 256), a few rows a block */
+  PP_PATH_OWN,   /* our GEMM, 128×128 tiles, bias and activation in its epilogue */
   PP_PATH_OWN_64, /* the same with 64×64 tiles */
   PP_PATH_CUBLAS, /* cuBLASLt with its bias/ReLU epilogue (a conversion kernel before a
                      first layer of bytes, an activation kernel after for the rest) */

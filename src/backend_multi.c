@@ -150,6 +150,14 @@ multi_poll(pp_backend *base, unsigned slot, char **msg)
   return part->ops->poll ? part->ops->poll(part, local, msg) : 0;
 }
 
+static int
+multi_wait(pp_backend *base, unsigned slot, int64_t timeout_ns)
+{
+  unsigned local;
+  pp_backend *part = part_of((multi_backend *) base, slot, &local);
+  return part->ops->wait(part, local, timeout_ns);
+}
+
 static const char *
 multi_describe(pp_backend *base)
 {
@@ -192,6 +200,9 @@ pp_backend_multi_new(pp_backend **parts, const int *labels, unsigned n, pp_backe
    * frames go in pinned memory. */
   m->ops = multi_ops;
   m->ops.name = parts[0]->ops->name;
+  /* The parts are alike: all report on the consumer's thread or none. */
+  if (parts[0]->ops->wait)
+    m->ops.wait = multi_wait;
   m->base.ops = &m->ops;
   m->n_parts = n;
   for (unsigned i = 0; i < n; i++) {

@@ -234,7 +234,8 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
   t->status = 0;
   t->host = (pp_frame_times){ .submit = pp_now_ns() };
   t->seq = e->next_seq;
-  t->submitting = true;
+  /* Atomic: a consumer spins on it without the lock (pop). */
+  __atomic_store_n(&t->submitting, true, __ATOMIC_RELEASE);
   e->slots[s] = (slot){ .busy = true, .ticket = index };
   e->next_seq++;
   g_queue_push_tail_link(&e->order, &t->entry.link);
@@ -249,11 +250,14 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
   pp_trace_host(e->trace, "submit", t->host.submit, submitted, (int64_t) t->seq);
   g_mutex_lock(&e->lock);
   t->host.submitted = submitted;
-  t->submitting = false;
+  __atomic_store_n(&t->submitting, false, __ATOMIC_RELEASE);
   if (t->state == TICKET_DONE) {
     /* A completion that beat us here keeps its time, but not before submit. */
     if (t->host.completed < submitted)
       t->host.completed = submitted;
+    g_cond_broadcast(&e->item_ready);
+  } else if (e->backend->ops->wait) {
+    /* A consumer that waits on the backend itself may now. */
     g_cond_broadcast(&e->item_ready);
   }
   if (rc < 0) {
@@ -335,9 +339,24 @@ trace_device_stages(pp_engine *e, unsigned slot, const pp_stage_times *times, in
                     times->d2h_start_ns + (int64_t) (times->d2h_us * 1000), seq);
 }
 
+/* At most this long, then the consumer sleeps on the condition as usual. */
+#define SUBMIT_SPIN_NS (200 * 1000)
+
+/* Called and returns with the lock held; the producer needs it to finish. */
+static void
+spin_while_submitting(pp_engine *e, ticket *t)
+{
+  g_mutex_unlock(&e->lock);
+  const int64_t until = pp_now_ns() + SUBMIT_SPIN_NS;
+  while (__atomic_load_n(&t->submitting, __ATOMIC_ACQUIRE) && pp_now_ns() < until)
+    ;
+  g_mutex_lock(&e->lock);
+}
+
 int
 pp_engine_pop(pp_engine *e, pp_item *item)
 {
+  bool spun = false;
   g_mutex_lock(&e->lock);
   for (;;) {
     if (e->flushing) {
@@ -358,6 +377,26 @@ pp_engine_pop(pp_engine *e, pp_item *item)
     ticket *t = (ticket *) first;
     if (t && t->state == TICKET_DONE && !t->submitting)
       break;
+    if (t && t->state == TICKET_BUSY && t->submitting && e->backend->ops->wait && !spun) {
+      /* Woken as the frame was queued, the consumer waits out its submit
+       * call (tens of µs) awake: sleeping again would cost another wake-up
+       * once submit returns, on every frame that finds the GPU idle. Once
+       * per pop: a submit that takes longer is slept on as before. */
+      spin_while_submitting(e, t);
+      spun = true;
+      continue;
+    }
+    if (t && t->state == TICKET_BUSY && !t->submitting && e->backend->ops->wait) {
+      /* The backend reports on this thread: no wake-up between threads. A
+       * bounded wait, so flushing is seen. */
+      const unsigned slot_index = t->slot;
+      g_mutex_unlock(&e->lock);
+      const int rc = e->backend->ops->wait(e->backend, slot_index, 10 * 1000 * 1000);
+      g_mutex_lock(&e->lock);
+      if (rc == -EAGAIN && t->state == TICKET_BUSY && !e->flushing && e->backend->ops->poll)
+        poll_overdue_locked(e, t);
+      continue;
+    }
     if (!t || !e->backend->ops->poll) {
       g_cond_wait(&e->item_ready, &e->lock);
       continue;

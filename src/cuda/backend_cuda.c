@@ -10,8 +10,10 @@
  * a graph with a host node took 37 µs to launch instead of 6, and copy
  * nodes re-pointed at each frame's pinned buffer made launches cost
  * 25-71 µs, growing with the frame, where a direct cudaMemcpyAsync of a
- * 6 MB frame costs 2.2 µs. Nothing runs on the default stream and nothing is
- * allocated or synchronised per frame. */
+ * 6 MB frame costs 2.2 µs. A large frame may instead go in chunks whose
+ * copies and kernels overlap, a small one be read in place (chunks.c).
+ * Nothing runs on the default stream and nothing is allocated or
+ * synchronised per frame. Setting the slots up is configure.c's. */
 #include "backend_cuda.h"
 
 #include <errno.h>
@@ -127,34 +129,25 @@ enqueue_mlp(cuda_backend *b, cuda_slot *s, char **msg)
 }
 
 static int
-enqueue_completion(cuda_backend *b, cuda_slot *s, char **msg)
+enqueue_completion(cuda_backend *b, cuda_slot *s, cudaStream_t stream, char **msg)
 {
   if (b->completion == PP_COMPLETION_HOST_FUNC)
-    CUDA_CHECK(cudaLaunchHostFunc(s->stream, host_done, s));
+    CUDA_CHECK(cudaLaunchHostFunc(stream, host_done, s));
   else
-    CUDA_CHECK(cudaEventRecord(s->ev_done, s->stream));
+    CUDA_CHECK(cudaEventRecord(s->ev_done, stream));
   return 0;
 }
 
 /* ---- graphs -------------------------------------------------------------- */
 
-static void
-drop_graph(cuda_slot *s)
-{
-  if (s->exec)
-    cudaGraphExecDestroy(s->exec);
-  s->exec = NULL;
-}
-
-/* Captures the MLP's kernels for this slot. A failure leaves the slot on
- * direct launches, which do the same work. */
-static int
-capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
+int
+cuda_capture(cuda_backend *b, cuda_slot *s, uint32_t row0, uint32_t n, cudaGraphExec_t *exec,
+             char **msg)
 {
   cudaGraph_t graph = NULL;
   CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
   char *reason = NULL;
-  const int rc = pp_gpu_mlp_run(b, s, PP_N_PATHS, s->stream, &reason);
+  const int rc = pp_gpu_mlp_run_rows(b, s, PP_N_PATHS, s->stream, row0, n, &reason);
   const cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
   if (rc < 0) {
     if (graph)
@@ -164,10 +157,10 @@ capture_graph(cuda_backend *b, cuda_slot *s, char **msg)
   }
   g_free(reason);
   CUDA_CHECK(end);
-  const cudaError_t err = cudaGraphInstantiate(&s->exec, graph, 0);
+  const cudaError_t err = cudaGraphInstantiate(exec, graph, 0);
   cudaGraphDestroy(graph);
   if (err != cudaSuccess) {
-    s->exec = NULL;
+    *exec = NULL;
     return pp_cuda_fail(msg, "cudaGraphInstantiate", err, __FILE__, __LINE__);
   }
   return 0;
@@ -195,26 +188,35 @@ gather_device_planes(cuda_backend *b, cuda_slot *s, const pp_job *job)
   return cudaSuccess;
 }
 
-static int
-cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
+cudaStream_t
+cuda_last_stream(const cuda_backend *b, const cuda_slot *s, const void *src)
 {
-  cuda_backend *b = (cuda_backend *) base;
-  cuda_slot *s = &b->slots[index];
-  const int64_t t0 = pp_now_ns();
-  CUDA_CHECK(cuda_bind_context(b));
+  return src && b->chunks > 1 ? s->copy_out : s->stream;
+}
 
-  const void *src = job->input;
-  if (job->input_on_device) {
-    src = NULL;
-  } else if (!job->input_pinned) {
-    memcpy(s->staging_in, job->input, b->layout.frame_bytes);
-    src = s->staging_in;
-    __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
-  }
-  float *dst = job->output_pinned ? job->output : s->staging_out;
-  s->staged_out = !job->output_pinned;
-  s->timed = s->frames++ % b->timing_period == 0;
+/* Zero-copy: one kernel reads the frame where it lies and writes the result
+ * where it goes. Its time counts as the MLP's; the copies take none. */
+static int
+enqueue_in_place(cuda_backend *b, cuda_slot *s, const void *src, float *dst, char **msg)
+{
+  CUDA_CHECK(mark(s, s->ev_start));
+  CUDA_CHECK(mark(s, s->ev_h2d));
+  const int rc = pp_gpu_mlp_run_in_place(b, s, src, dst, s->stream, msg);
+  if (rc < 0)
+    return rc;
+  CUDA_CHECK(mark(s, s->ev_mlp));
+  CUDA_CHECK(mark(s, s->ev_d2h));
+  return 0;
+}
 
+int
+cuda_enqueue_frame(cuda_backend *b, cuda_slot *s, const void *src, const pp_job *job, float *dst,
+                   char **msg)
+{
+  if (src && b->zero_copy)
+    return enqueue_in_place(b, s, src, dst, msg);
+  if (src && b->chunks > 1)
+    return cuda_enqueue_chunks(b, s, src, dst, msg);
   const int64_t t1 = b->trace ? pp_now_ns() : 0;
   int rc = 0;
   cudaError_t err = mark(s, s->ev_start);
@@ -239,26 +241,59 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
     if (err != cudaSuccess)
       rc = pp_cuda_fail(msg, "downloading a result", err, __FILE__, __LINE__);
   }
-  if (rc == 0)
-    rc = enqueue_completion(b, s, msg);
   if (b->trace) {
+    b->trace_us[1] += (t2 - t1) / 1000.0;
+    b->trace_us[2] += (t3 - t2) / 1000.0;
+    b->trace_mark_ns = t3;
+  }
+  return rc;
+}
+
+static int
+cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  cuda_slot *s = &b->slots[index];
+  const int64_t t0 = pp_now_ns();
+  CUDA_CHECK(cuda_bind_context(b));
+
+  const void *src = job->input;
+  if (job->input_on_device) {
+    src = NULL;
+  } else if (!job->input_pinned) {
+    memcpy(s->staging_in, job->input, b->layout.frame_bytes);
+    src = s->staging_in;
+    __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
+  }
+  float *dst = job->output_pinned ? job->output : s->staging_out;
+  s->staged_out = !job->output_pinned;
+  s->timed = s->frames++ % b->timing_period == 0;
+  const int64_t t1 = b->trace ? pp_now_ns() : 0;
+  b->trace_mark_ns = t1;
+
+  int rc = cuda_enqueue_frame(b, s, src, job, dst, msg);
+  if (rc == 0)
+    rc = enqueue_completion(b, s, cuda_last_stream(b, s, src), msg);
+  if (b->trace) {
+    /* Staging, and whatever enqueue_frame did not split into upload and
+     * MLP (all of a chunked frame) counts as download + completion. */
     const int64_t t4 = pp_now_ns();
-    const int64_t marks[5] = { t0, t1, t2, t3, t4 };
-    for (int i = 0; i < 4; i++)
-      b->trace_us[i] += (marks[i + 1] - marks[i]) / 1000.0;
+    b->trace_us[0] += (t1 - t0) / 1000.0;
+    b->trace_us[3] += (t4 - b->trace_mark_ns) / 1000.0;
     b->trace_us[4] += (t4 - t0) / 1000.0;
     b->trace_frames++;
   }
   if (rc < 0) {
     /* Whatever part of the frame was queued finishes before we say no. */
-    cudaStreamSynchronize(s->stream);
+    cuda_slot_sync(s);
     return rc;
   }
-  if (b->completion == PP_COMPLETION_EVENT_THREAD) {
+  if (b->completion != PP_COMPLETION_HOST_FUNC) {
     g_mutex_lock(&b->lock);
     s->submitted_ns = t0;
     g_queue_push_tail(&b->pending, GUINT_TO_POINTER(index));
-    g_cond_broadcast(&b->wake);
+    if (b->waiter)
+      g_cond_broadcast(&b->wake);
     g_mutex_unlock(&b->lock);
   }
   return 0;
@@ -289,13 +324,24 @@ cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times 
   return 0;
 }
 
+void
+cuda_slot_sync(cuda_slot *s)
+{
+  cudaStream_t streams[] = { s->stream, s->compute, s->copy_out };
+  for (size_t i = 0; i < G_N_ELEMENTS(streams); i++)
+    if (streams[i])
+      cudaStreamSynchronize(streams[i]);
+}
+
 int
 cuda_sync(pp_backend *base)
 {
   cuda_backend *b = (cuda_backend *) base;
   cuda_bind_context(b);
   for (unsigned i = 0; i < b->n_slots; i++)
-    cudaStreamSynchronize(b->slots[i].stream);
+    cuda_slot_sync(&b->slots[i]);
+  if (b->completion == PP_COMPLETION_CONSUMER)
+    cuda_report_pending(b);
   g_mutex_lock(&b->lock);
   while (!g_queue_is_empty(&b->pending))
     g_cond_wait(&b->wake, &b->lock);
@@ -308,187 +354,20 @@ cuda_poll(pp_backend *base, unsigned index, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
   CUDA_CHECK(cuda_bind_context(b));
-  const cudaError_t err = cudaStreamQuery(b->slots[index].stream);
-  if (err == cudaSuccess || err == cudaErrorNotReady)
-    return 0;
-  return pp_cuda_fail(msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
+  const cuda_slot *s = &b->slots[index];
+  const cudaStream_t streams[] = { s->stream, s->compute, s->copy_out };
+  for (size_t i = 0; i < G_N_ELEMENTS(streams); i++) {
+    const cudaError_t err = cudaStreamQuery(streams[i]);
+    if (err != cudaSuccess && err != cudaErrorNotReady)
+      return pp_cuda_fail(msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
+  }
+  return 0;
 }
 
 static const char *
 cuda_describe(pp_backend *base)
 {
   return ((cuda_backend *) base)->description;
-}
-
-/* ---- configure ------------------------------------------------------------------ */
-
-static void
-free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
-{
-  drop_graph(s);
-  if (s->stream)
-    cudaStreamDestroy(s->stream);
-  cudaEvent_t *events[] = { &s->ev_start, &s->ev_h2d, &s->ev_mlp, &s->ev_d2h, &s->ev_done };
-  for (size_t i = 0; i < G_N_ELEMENTS(events); i++)
-    if (*events[i])
-      cudaEventDestroy(*events[i]);
-  cudaFree(s->d_in);
-  cudaFree(s->d_x);
-  cudaFree(s->d_h[0]);
-  cudaFree(s->d_h[1]);
-  cudaFree(s->d_out);
-  cudaFree(s->workspace);
-  cuda_staging_free(s->staging_in, frame_bytes);
-  cuda_staging_free(s->staging_out, out_bytes);
-  memset(s, 0, sizeof *s);
-}
-
-static void
-free_slots(cuda_backend *b)
-{
-  for (unsigned i = 0; i < b->n_slots; i++)
-    free_slot(&b->slots[i], b->layout.frame_bytes, b->out_bytes);
-  b->n_slots = 0;
-  pp_gpu_mlp_unplan(b);
-  cudaFree(b->d_koff);
-  g_free(b->h_koff);
-  b->d_koff = NULL;
-  b->h_koff = NULL;
-}
-
-static int
-alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
-{
-  const pp_frame_layout *l = &b->layout;
-  s->owner = b;
-  s->index = index;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-  cudaEvent_t *timing[] = { &s->ev_start, &s->ev_h2d, &s->ev_mlp, &s->ev_d2h };
-  for (size_t i = 0; i < G_N_ELEMENTS(timing); i++)
-    CUDA_CHECK(cudaEventCreate(timing[i]));
-  /* The completion waiter sleeps rather than spins on its event. */
-  CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_done, cudaEventDisableTiming | cudaEventBlockingSync));
-  if (!(s->staging_in = cuda_staging_alloc(l->frame_bytes, msg)) ||
-      !(s->staging_out = cuda_staging_alloc(b->out_bytes, msg)))
-    return -ENOMEM;
-  CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
-  if (l->kind != PP_LAYOUT_TENSOR)
-    CUDA_CHECK(cudaMalloc((void **) &s->d_x, (size_t) l->n * l->k * sizeof(float)));
-  for (unsigned i = 0; i < 2 && i + 1 < b->n_layers; i++) {
-    CUDA_CHECK(cudaMalloc((void **) &s->d_h[i], (size_t) l->n * b->ldh * sizeof(float)));
-    s->h[i] = (pp_cuda_a){ .kind = PP_A_F32, .data = s->d_h[i], .ld = b->ldh };
-  }
-  CUDA_CHECK(cudaMalloc((void **) &s->d_out, b->out_bytes));
-  CUDA_CHECK(cudaMalloc(&s->workspace, LT_WORKSPACE_BYTES));
-  s->x = pp_cuda_a_for_layout(l, b->h_koff, s->d_in, b->d_koff);
-  return 0;
-}
-
-/* Random frame bytes in slot 0, so timing never runs on zeros. */
-static int
-fill_random_frame(cuda_backend *b, char **msg)
-{
-  cuda_slot *s = &b->slots[0];
-  GRand *rng = g_rand_new_with_seed(2026);
-  if (b->layout.kind == PP_LAYOUT_TENSOR) {
-    float *f = s->staging_in;
-    for (size_t i = 0; i < b->layout.frame_bytes / sizeof(float); i++)
-      f[i] = (float) g_rand_double_range(rng, -1, 1);
-  } else {
-    uint8_t *bytes = s->staging_in;
-    for (size_t i = 0; i < b->layout.frame_bytes; i++)
-      bytes[i] = (uint8_t) g_rand_int(rng);
-  }
-  g_rand_free(rng);
-  CUDA_CHECK(cudaMemcpyAsync(s->d_in, s->staging_in, b->layout.frame_bytes, cudaMemcpyHostToDevice,
-                             s->stream));
-  CUDA_CHECK(cudaStreamSynchronize(s->stream));
-  return 0;
-}
-
-/* PINGPONG_CUDA_TRACE: what one frame's launch costs the CPU here, back to
- * back and with the GPU idle in between, to set against what it costs in
- * the pipeline (printed at destroy). */
-static void
-probe_launch_cost(cuda_backend *b)
-{
-  cuda_slot *s = &b->slots[0];
-  for (int idle = 0; idle < 2; idle++) {
-    double total = 0;
-    for (int i = 0; i < 32; i++) {
-      const int64_t t0 = pp_now_ns();
-      cudaError_t err = s->exec ? cudaGraphLaunch(s->exec, s->stream) : cudaSuccess;
-      total += (pp_now_ns() - t0) / 1000.0;
-      if (err != cudaSuccess || idle)
-        cudaStreamSynchronize(s->stream);
-    }
-    cudaStreamSynchronize(s->stream);
-    g_printerr("pingpong cuda probe: graph launch %.2f µs (%s) [%s]\n", total / 32,
-               idle ? "GPU idle before each" : "back to back", b->description);
-  }
-}
-
-static int
-cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
-               unsigned n_slots, char **msg)
-{
-  cuda_backend *b = (cuda_backend *) base;
-  if (layout->k != model->k) {
-    *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, model->k);
-    return -EINVAL;
-  }
-  CUDA_CHECK(cuda_bind_context(b));
-  cuda_sync(base);
-  free_slots(b);
-  int rc = 0;
-  if (b->model_id != model->id && (rc = pp_gpu_mlp_load_weights(b, model, msg)) < 0)
-    return rc;
-
-  b->layout = *layout;
-  b->out_bytes = (size_t) layout->n * b->o * sizeof(float);
-  if (layout->kind != PP_LAYOUT_TENSOR) {
-    b->h_koff = g_new(int32_t, layout->k);
-    pp_cuda_k_offsets(layout, b->h_koff);
-    CUDA_CHECK(cudaMalloc((void **) &b->d_koff, layout->k * sizeof(int32_t)));
-    CUDA_CHECK(cudaMemcpyAsync(b->d_koff, b->h_koff, layout->k * sizeof(int32_t),
-                               cudaMemcpyHostToDevice, b->setup_stream));
-    CUDA_CHECK(cudaStreamSynchronize(b->setup_stream));
-  }
-  for (unsigned i = 0; i < n_slots; i++) {
-    b->n_slots = i + 1;
-    if ((rc = alloc_slot(b, &b->slots[i], i, msg)) < 0)
-      goto fail;
-  }
-  if ((rc = fill_random_frame(b, msg)) < 0)
-    goto fail;
-  if ((rc = pp_gpu_mlp_plan(b, msg)) < 0)
-    goto fail;
-  if ((rc = cuda_anchor_clock(b, msg)) < 0)
-    goto fail;
-
-  const bool graphs = b->use_graphs;
-  for (unsigned i = 0; i < n_slots && graphs; i++) {
-    char *why = NULL;
-    if (capture_graph(b, &b->slots[i], &why) < 0) {
-      g_warning("slot %u runs without a CUDA graph: %s", i, why);
-      g_free(why);
-    }
-  }
-  char kernels[96];
-  pp_gpu_mlp_describe(b, kernels, sizeof kernels);
-  g_snprintf(b->description, sizeof b->description, "%s, %s, %s%s", kernels,
-             b->slots[0].x.kind == PP_A_U8_VEC4     ? "u8x4 loads"
-             : b->slots[0].x.kind == PP_A_U8_GATHER ? "u8 gather"
-                                                    : "f32 loads",
-             b->completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread",
-             b->slots[0].exec ? ", graphs" : "");
-  if (b->trace)
-    probe_launch_cost(b);
-  return 0;
-
-fail:
-  free_slots(b);
-  return rc;
 }
 
 /* What open_device() and cuda_backend_new() set up, also on their error path. */
@@ -527,7 +406,7 @@ cuda_destroy(pp_backend *base)
   g_mutex_unlock(&b->lock);
   if (b->waiter)
     g_thread_join(b->waiter);
-  free_slots(b);
+  cuda_free_slots(b);
   pp_gpu_mlp_free_weights(b);
   free_backend(b);
 }
@@ -569,6 +448,10 @@ open_device(cuda_backend *b, int device, void *context, char **msg)
   }
   CUDA_CHECK(cudaStreamCreateWithFlags(&b->setup_stream, cudaStreamNonBlocking));
   BLAS_CHECK(cublasLtCreate(&b->lt));
+  int host_pointers = 0;
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&host_pointers, cudaDevAttrCanUseHostPointerForRegisteredMem, device));
+  b->host_pointers = host_pointers != 0;
   return 0;
 }
 
@@ -583,10 +466,15 @@ int
 cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
 {
   cuda_backend *b = g_new0(cuda_backend, 1);
-  b->base.ops = &cuda_ops;
+  b->ops = cuda_ops;
+  if (opts->completion == PP_COMPLETION_CONSUMER)
+    b->ops.wait = cuda_wait;
+  b->base.ops = &b->ops;
   b->device = opts->device_id;
   b->precision = opts->precision;
-  b->completion = opts->completion;
+  /* Unresolved (pp_completion_resolve), the one that suits any slots. */
+  b->completion =
+      opts->completion == PP_COMPLETION_AUTO ? PP_COMPLETION_EVENT_THREAD : opts->completion;
   const char *graphs = g_getenv("PINGPONG_CUDA_GRAPHS");
   b->use_graphs = !graphs || strcmp(graphs, "0") != 0;
   b->trace = g_strcmp0(g_getenv("PINGPONG_CUDA_TRACE"), "1") == 0;

@@ -17,6 +17,8 @@
 /* Timed regions start behind this much GPU busy-wait (pp_cuda_spin), so
  * the CPU has launched the whole region before the GPU gets to it. */
 #define TIMING_LEAD_US 100
+/* The most chunks a frame is split into (chunks.c). */
+#define PP_MAX_CHUNKS 16
 
 typedef struct cuda_backend cuda_backend;
 
@@ -35,6 +37,12 @@ typedef struct {
   pp_cuda_a x;          /* reads this slot's frame */
   pp_cuda_a h[2];       /* reads d_h[0], d_h[1] */
   cudaGraphExec_t exec; /* the MLP's kernels */
+  /* A frame in chunks (chunks.c): the slot's stream copies in, these two
+   * compute and copy out; ev_in[j] / ev_out[j] say chunk j has crossed /
+   * been computed. */
+  cudaStream_t compute, copy_out;
+  cudaEvent_t ev_in[PP_MAX_CHUNKS], ev_out[PP_MAX_CHUNKS];
+  cudaGraphExec_t chunk_exec[PP_MAX_CHUNKS];
   bool staged_out;
   bool timed;
   uint64_t frames;
@@ -48,13 +56,15 @@ typedef struct {
   float *wt;             /* in × ldw, transposed and zero-padded (our GEMM) */
   float *b;              /* ldw, zero-padded; NULL without bias */
   pp_act act;
-  bool rowdot;       /* a last layer with few outputs: pp_cuda_rowdot */
-  pp_cuda_path path; /* otherwise own, own64 or cublas, as tuned */
-  pp_lt_gemm *lt;    /* cuBLASLt's plan, when it has one for these shapes */
+  bool rowdot;          /* a last layer with few outputs: pp_cuda_rowdot */
+  pp_cuda_path path;    /* otherwise own, own64 or cublas, as tuned */
+  pp_lt_gemm *lt;       /* cuBLASLt's plan, when it has one for these shapes */
+  pp_lt_gemm *lt_chunk; /* the same for a chunk's rows (chunks.c) */
 } cuda_layer;
 
 struct cuda_backend {
   pp_backend base;
+  pp_backend_ops ops; /* cuda_ops, with wait for completion=consumer */
   int device;
   /* The shared CUcontext to run in, or NULL for the device's primary one;
    * every thread binds it before its CUDA calls (bind_context). */
@@ -77,8 +87,21 @@ struct cuda_backend {
   pp_frame_layout layout;
   size_t out_bytes;
   int32_t *h_koff, *d_koff;
-  bool fused; /* the whole two-layer MLP in mlp_fused, instead of layer by layer */
+  /* PP_PATH_FUSED or PP_PATH_SMALL: the whole two-layer MLP in one
+   * kernel; PP_N_PATHS: layer by layer. */
+  pp_cuda_path whole;
   pp_fused_tile fused_tile;
+  uint32_t small_rows; /* mlp_small's rows per block, as tuned */
+  /* Frames from host memory in `chunks` chunks of chunk_rows samples
+   * (chunks.c); 1: whole. chunk_offset[j]: chunk j's first byte. */
+  unsigned chunks;
+  /* Or read in place: the kernel reads the pinned frame and writes the
+   * pinned result over the bus itself, no copies (zero-copy, small
+   * frames). Possible where registered host pointers are device pointers. */
+  bool zero_copy, host_pointers;
+  uint32_t chunk_rows;
+  size_t chunk_offset[PP_MAX_CHUNKS + 1];
+  double chunk_us_whole, chunk_us_best; /* what chose them: µs a frame, whole and best */
   char description[200];
 
   unsigned n_slots;
@@ -91,17 +114,22 @@ struct cuda_backend {
    * be put on the host's clock for traces. */
   cudaEvent_t anchor, anchor_spare;
   int64_t anchor_ns, anchor_window_ns;
-  double trace_us[5]; /* staging, upload, MLP, download + completion, total */
+  double trace_us[5];    /* staging, upload, MLP, download + completion, total */
+  int64_t trace_mark_ns; /* where the current frame's download + completion began */
   uint64_t trace_frames;
   double trace_waiter_cpu_us; /* waiter's busy time: sleeping excluded */
 
-  /* Completion by event: a thread waits on each frame's event in turn. */
+  /* Completion by event: a thread waits on each frame's event in turn
+   * (event-thread), or the consumer does (consumer); `pending` holds the
+   * frames not reported yet either way. */
   GThread *waiter;
   GMutex lock;
   GCond wake;
   GQueue pending; /* slot indices, submission order */
   bool quit;
-  double frame_us; /* running mean, submit to done, of the frames waited on */
+  double frame_us;      /* submit to done, of the frames waited on (waiter.c) */
+  int64_t last_done_ns; /* consumer: when the last frame was seen done */
+  double gap_us;        /* consumer: between completions of queued frames */
 };
 
 /* "<call> failed: <CUDA's words> [file:line]" into *msg unless one is
@@ -127,8 +155,19 @@ int pp_blas_fail(char **msg, const char *call, cublasStatus_t status, const char
 
 /* Makes the backend's context current on the calling thread. */
 cudaError_t cuda_bind_context(cuda_backend *b);
+/* Enqueues a frame on slot s: from host memory `src` (chunked if chosen),
+ * or, with src NULL, from the device planes of `job`; the result to `dst`.
+ * Then its completion goes on cuda_last_stream. */
+int cuda_enqueue_frame(cuda_backend *b, cuda_slot *s, const void *src, const pp_job *job,
+                       float *dst, char **msg);
+cudaStream_t cuda_last_stream(const cuda_backend *b, const cuda_slot *s, const void *src);
+/* Captures the MLP's kernels for samples [row0, row0 + n) of slot s. */
+int cuda_capture(cuda_backend *b, cuda_slot *s, uint32_t row0, uint32_t n, cudaGraphExec_t *exec,
+                 char **msg);
 /* Whether finish has nothing to do for the slot's current frame. */
 bool cuda_slot_free(const cuda_slot *s);
+/* Waits for everything queued on the slot's streams. */
+void cuda_slot_sync(cuda_slot *s);
 int cuda_sync(pp_backend *b);
 
 /* ---- pinned.c ---------------------------------------------------------------- */
@@ -141,6 +180,25 @@ void cuda_staging_free(void *ptr, size_t bytes);
 
 /* completion=event-thread: the thread that reports each frame. */
 gpointer cuda_waiter_main(gpointer data);
+/* completion=consumer: pp_backend_ops.wait. */
+int cuda_wait(pp_backend *base, unsigned index, int64_t timeout_ns);
+/* completion=consumer, once the streams are idle: reports every frame not
+ * reported yet, in order. */
+void cuda_report_pending(cuda_backend *b);
+
+/* ---- configure.c ----------------------------------------------------------------- */
+
+int cuda_configure(pp_backend *b, const pp_model *model, const pp_frame_layout *layout,
+                   unsigned n_slots, char **msg);
+void cuda_free_slots(cuda_backend *b);
+
+/* ---- chunks.c ------------------------------------------------------------------ */
+
+/* At configure, after the kernels are chosen: the chunk count, by timing
+ * frames (or PINGPONG_CUDA_CHUNKS), with every slot's chunk graphs. */
+int cuda_plan_frames(cuda_backend *b, char **msg);
+void cuda_drop_chunks(cuda_backend *b);
+int cuda_enqueue_chunks(cuda_backend *b, cuda_slot *s, const void *src, float *dst, char **msg);
 
 /* ---- timing.c ------------------------------------------------------------------ */
 
@@ -157,27 +215,53 @@ int cuda_time_stages(pp_backend *b, const void *input, float *output, unsigned r
                      pp_cuda_stage_times *out, char **msg);
 int cuda_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
 
-/* ---- gpu_mlp.c ------------------------------------------------------------ */
-
-const char *cuda_path_name(pp_cuda_path path);
+/* ---- weights.c ------------------------------------------------------------ */
 
 /* Uploads the model's layers (once per model id). */
 int pp_gpu_mlp_load_weights(cuda_backend *b, const pp_model *m, char **msg);
 void pp_gpu_mlp_free_weights(cuda_backend *b);
 
+/* ---- gpu_mlp.c ------------------------------------------------------------ */
+
+const char *cuda_path_name(pp_cuda_path path);
+
 /* Enqueues the MLP of slot `s`'s frame on `stream`: every GEMM layer on
- * `force` (own, own64, cublas; fused for the whole MLP), or PP_N_PATHS for
+ * `force` (own, own64, cublas; fused or small for the whole MLP), or PP_N_PATHS for
  * the tuned choice. */
 int pp_gpu_mlp_run(cuda_backend *b, cuda_slot *s, pp_cuda_path force, cudaStream_t stream,
                    char **msg);
+/* The same for samples [row0, row0 + n) only: the whole frame, or a chunk
+ * that starts at a whole row of samples and has chunk_rows of them. */
+int pp_gpu_mlp_run_rows(cuda_backend *b, cuda_slot *s, pp_cuda_path force, cudaStream_t stream,
+                        uint32_t row0, uint32_t n, char **msg);
+/* Whether the chosen kernels can read a frame in host memory and write
+ * the results there (one whole-MLP kernel: fused or small). */
+bool pp_gpu_mlp_reads_in_place(const cuda_backend *b);
+/* The MLP of `frame` (pinned and mapped host memory, or the device) with
+ * its results to `out` (likewise): zero-copy. */
+int pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float *out,
+                            cudaStream_t stream, char **msg);
+/* Layer i alone on the whole frame; where layer i reads its first n rows
+ * as floats (converting the frame's bytes first). For mlp_plan.c. */
+int pp_gpu_mlp_run_layer(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_path path,
+                         cudaStream_t stream, char **msg);
+int pp_gpu_mlp_layer_input(cuda_backend *b, cuda_slot *s, unsigned i, uint32_t n,
+                           cudaStream_t stream, const float **x, char **msg);
+
+/* ---- mlp_plan.c ------------------------------------------------------------ */
+
+/* cuBLASLt plans for chunks of `rows` samples, for the layers that run on
+ * cuBLAS (after pp_gpu_mlp_plan). */
+int pp_gpu_mlp_plan_chunks(cuda_backend *b, uint32_t rows, char **msg);
+void pp_gpu_mlp_unplan_chunks(cuda_backend *b);
 
 /* After the slots exist and slot 0 holds a frame: plans cuBLASLt for each
  * layer, then picks each layer's kernels by timing them on slot 0 (or as
- * PINGPONG_CUDA_PATH says), and the fused kernel where it wins. */
+ * PINGPONG_CUDA_PATH says), and a whole-MLP kernel where one wins. */
 int pp_gpu_mlp_plan(cuda_backend *b, char **msg);
 void pp_gpu_mlp_unplan(cuda_backend *b);
 
-/* "own+cublas+rowdot" or "fused": the chosen kernels, layer by layer. */
+/* "own+cublas+rowdot", "fused" or "small/4": the chosen kernels. */
 void pp_gpu_mlp_describe(const cuda_backend *b, char *text, size_t size);
 
 /* Median MLP time with every layer on each path (negative where it does

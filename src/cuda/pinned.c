@@ -11,7 +11,8 @@
  * pipeline's shared context is gone, and an unregister in another context
  * than the register fails (cudaErrorHostMemoryNotRegistered, seen under
  * compute-sanitizer). Portable registration makes it pinned for every
- * context. */
+ * context; mapped, kernels can also read and write it in place
+ * (zero-copy, chunks.c). */
 typedef int (*ctx_get_fn)(void **ctx);
 typedef int (*ctx_set_fn)(void *ctx);
 static ctx_get_fn ctx_get_current;
@@ -60,7 +61,8 @@ int
 cuda_host_register(void *ptr, size_t bytes, char **msg)
 {
   void *saved = use_primary_context();
-  const cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable);
+  const cudaError_t err =
+      cudaHostRegister(ptr, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
   restore_context(saved);
   return err == cudaSuccess ? 0 : pp_cuda_fail(msg, "cudaHostRegister", err, __FILE__, __LINE__);
 }

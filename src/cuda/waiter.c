@@ -1,7 +1,9 @@
-/* completion=event-thread: one thread per backend waits for each frame's
- * done event in submission order and reports it, sleeping until shortly
- * before a frame is expected and polling from then on (see
- * wait_for_frame). */
+/* Reporting each frame's completion, in submission order, from its done
+ * event: by a thread of the backend's own (completion=event-thread), or on
+ * the consumer's thread just before it pops the frame
+ * (completion=consumer, cuda_wait), which saves the wake-up of one thread
+ * by another on every frame. Either way the wait sleeps until shortly
+ * before the frame is expected and polls from then on (wait_for_frame). */
 #include <errno.h>
 #include <glib.h>
 #include <sys/prctl.h>
@@ -10,24 +12,38 @@
 #include "stats.h"
 
 /* The completion waiter sleeps until shortly before a frame is expected to
- * be done (a running mean of how long frames take), then polls its event:
+ * be done (how long frames take, learn_frame_time), then polls its event:
  * polling sees a finished frame ~10 µs after it is done, a blocking wait
  * 28 µs later (tools/cuda-api-cost). */
 #define SLEEP_STEP_US 20
 #define POLL_AT_MOST_US 300
+/* completion=consumer: a sleep overshoots by this much or more on a VM's
+ * timer, so the last stretch before polling is polled too. */
+#define SLEEP_MARGIN_US 30
+
+/* `from_ns` plus 80% of `expected_us`, less `margin_us`: when to start
+ * polling for a frame expected `expected_us` after `from_ns`. */
+static int64_t
+poll_time(int64_t from_ns, double expected_us, double margin_us)
+{
+  return from_ns + (int64_t) ((expected_us * 0.8 - margin_us) * 1000);
+}
 
 /* Waits for a frame's `done` event: sleeps in short steps (looking at the
- * event between them) until 80% of the expected time has passed, polls
- * from then on, and after POLL_AT_MOST_US of polling blocks instead. Short
- * steps keep an estimate that runs high from costing more than a step. */
+ * event between them) until `poll_from`, polls from then on, and after
+ * POLL_AT_MOST_US of polling blocks instead, or with a `deadline`
+ * (pp_now_ns; 0 for none) sleeps in steps until then and returns
+ * cudaErrorNotReady. Short steps keep an estimate that runs high from
+ * costing more than a step. */
 static cudaError_t
-wait_for_frame(cudaEvent_t done, int64_t submitted_ns, double expected_us)
+wait_for_frame(cudaEvent_t done, int64_t poll_from, int64_t deadline)
 {
-  const int64_t poll_from = submitted_ns + (int64_t) (expected_us * 0.8 * 1000);
   int64_t give_up = 0;
   cudaError_t err;
   while ((err = cudaEventQuery(done)) == cudaErrorNotReady) {
     const int64_t now = pp_now_ns();
+    if (deadline && now >= deadline)
+      return err;
     if (now < poll_from) {
       const int64_t step_us = (poll_from - now) / 1000;
       g_usleep(step_us < SLEEP_STEP_US ? step_us : SLEEP_STEP_US);
@@ -35,10 +51,58 @@ wait_for_frame(cudaEvent_t done, int64_t submitted_ns, double expected_us)
     }
     if (!give_up)
       give_up = now + POLL_AT_MOST_US * 1000;
-    else if (now > give_up)
+    else if (now > give_up && !deadline)
       return cudaEventSynchronize(done);
+    else if (now > give_up)
+      g_usleep(SLEEP_STEP_US);
   }
   return err;
+}
+
+/* Reports slot `index`'s frame as done (or failed with `err`). */
+static void
+report(cuda_backend *b, unsigned index, cudaError_t err)
+{
+  char *msg = NULL;
+  if (err != cudaSuccess)
+    pp_cuda_fail(&msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
+  b->base.complete(b->base.complete_data, index, err == cudaSuccess ? 0 : -EIO, msg,
+                   err == cudaSuccess && cuda_slot_free(&b->slots[index]));
+  g_free(msg);
+}
+
+/* How long frames take, learnt as each is seen done. The event thread
+ * keeps a running mean of submit to done, queued behind each other or
+ * not, which follows changes within ~8 frames.
+ *
+ * The consumer keeps two figures. A frame that found the GPU idle (sent
+ * after the one before was done) gives the time of a frame alone: a
+ * shorter one is taken at once, longer ones move it by an eighth, as a
+ * frame is never seen done before it is, so a short time is the truth and
+ * a mean would learn the wait's own lateness (a late wake-up raises the
+ * estimate, which makes the next wake-up later: paced tiny frames settled
+ * ~10 µs late). A frame sent while the one before was still running gives
+ * the gap between completions, a running mean: such a frame is done about
+ * that long after the one before, not its own time after its submit.
+ * Lock held. */
+static void
+learn_frame_time(cuda_backend *b, int64_t submitted)
+{
+  const int64_t now = pp_now_ns();
+  const double took_us = (now - submitted) / 1000.0;
+  if (b->completion != PP_COMPLETION_CONSUMER) {
+    b->frame_us = b->frame_us ? 0.875 * b->frame_us + 0.125 * took_us : took_us;
+    return;
+  }
+  if (submitted < b->last_done_ns) {
+    const double gap_us = (now - b->last_done_ns) / 1000.0;
+    b->gap_us = b->gap_us ? b->gap_us + 0.125 * (gap_us - b->gap_us) : gap_us;
+  } else if (!b->frame_us || took_us < b->frame_us) {
+    b->frame_us = took_us;
+  } else {
+    b->frame_us += 0.125 * (took_us - b->frame_us);
+  }
+  b->last_done_ns = now;
 }
 
 gpointer
@@ -60,21 +124,77 @@ cuda_waiter_main(gpointer data)
     const double expected_us = b->frame_us;
     g_mutex_unlock(&b->lock);
 
-    const cudaError_t err = wait_for_frame(s->ev_done, submitted, expected_us);
-    const double took_us = (pp_now_ns() - submitted) / 1000.0;
-    char *msg = NULL;
-    if (err != cudaSuccess)
-      pp_cuda_fail(&msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
-    b->base.complete(b->base.complete_data, index, err == cudaSuccess ? 0 : -EIO, msg,
-                     err == cudaSuccess && cuda_slot_free(s));
-    g_free(msg);
+    const cudaError_t err = wait_for_frame(s->ev_done, poll_time(submitted, expected_us, 0), 0);
+    report(b, index, err);
     g_mutex_lock(&b->lock);
-    /* Frames queue behind each other, so this measures submit to done as
-     * the pipeline runs it; the mean follows changes within ~8 frames. */
-    b->frame_us = b->frame_us ? 0.875 * b->frame_us + 0.125 * took_us : took_us;
+    learn_frame_time(b, submitted);
     g_queue_pop_head(&b->pending);
     g_cond_broadcast(&b->wake);
   }
   g_mutex_unlock(&b->lock);
   return NULL;
+}
+
+/* Takes `index` off the head of the pending queue, if it is still there:
+ * whoever takes it reports it, so the consumer and sync never both do. */
+static bool
+take_head(cuda_backend *b, unsigned index)
+{
+  g_mutex_lock(&b->lock);
+  const bool mine =
+      !g_queue_is_empty(&b->pending) && GPOINTER_TO_UINT(g_queue_peek_head(&b->pending)) == index;
+  if (mine) {
+    g_queue_pop_head(&b->pending);
+    learn_frame_time(b, b->slots[index].submitted_ns);
+  }
+  g_mutex_unlock(&b->lock);
+  return mine;
+}
+
+int
+cuda_wait(pp_backend *base, unsigned index, int64_t timeout_ns)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  const int64_t deadline = pp_now_ns() + timeout_ns;
+  g_mutex_lock(&b->lock);
+  const bool pending =
+      !g_queue_is_empty(&b->pending) && GPOINTER_TO_UINT(g_queue_peek_head(&b->pending)) == index;
+  const int64_t submitted = b->slots[index].submitted_ns;
+  int64_t poll_from = poll_time(submitted, b->frame_us, SLEEP_MARGIN_US);
+  if (submitted < b->last_done_ns && b->gap_us) {
+    const int64_t queued = poll_time(b->last_done_ns, b->gap_us, SLEEP_MARGIN_US);
+    poll_from = MAX(poll_from, queued);
+  }
+  g_mutex_unlock(&b->lock);
+  if (!pending)
+    return 0; /* sync reported it */
+  static __thread bool slack_set;
+  if (!slack_set) {
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    slack_set = true;
+  }
+  /* The consumer's thread may be any of the pipeline's (0.1 µs if bound). */
+  cudaError_t err = cuda_bind_context(b);
+  if (err == cudaSuccess)
+    err = wait_for_frame(b->slots[index].ev_done, poll_from, deadline);
+  if (err == cudaErrorNotReady)
+    return -EAGAIN;
+  if (take_head(b, index))
+    report(b, index, err);
+  return 0;
+}
+
+void
+cuda_report_pending(cuda_backend *b)
+{
+  for (;;) {
+    g_mutex_lock(&b->lock);
+    const bool empty = g_queue_is_empty(&b->pending);
+    const unsigned index = empty ? 0 : GPOINTER_TO_UINT(g_queue_peek_head(&b->pending));
+    g_mutex_unlock(&b->lock);
+    if (empty)
+      return;
+    if (take_head(b, index))
+      report(b, index, cudaEventQuery(b->slots[index].ev_done));
+  }
 }

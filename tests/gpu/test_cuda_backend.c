@@ -19,6 +19,8 @@
 #include "testutil.h"
 
 static uint64_t seed;
+/* PP_GPU_QUICK (compute-sanitizer runs): fewer cases where each is slow. */
+static bool quick;
 
 typedef struct {
   const char *name;
@@ -248,6 +250,9 @@ teardown_run(run *r)
   pp_model_free(r->model);
 }
 
+/* When set, what the backend's description must say (e.g. "3 chunks"). */
+static const char *expect_detail;
+
 static void
 run_all(const shape *s, const char *path, pp_completion completion, bool graphs, bool pinned,
         unsigned slots)
@@ -261,11 +266,15 @@ run_all(const shape *s, const char *path, pp_completion completion, bool graphs,
   }
   for (int i = FRAMES - slots; i < FRAMES; i++)
     pop(&r, i);
-  g_autofree char *what = g_strdup_printf(
-      "%s path=%s %s%s %s slots=%u [%s]", s->name, path,
-      completion == PP_COMPLETION_HOST_FUNC ? "host-func" : "event-thread", graphs ? " graphs" : "",
-      pinned ? "pinned" : "pageable", slots, pp_engine_backend_detail(r.engine));
+  g_autofree char *what = g_strdup_printf("%s path=%s %s%s %s slots=%u [%s]", s->name, path,
+                                          completion == PP_COMPLETION_HOST_FUNC  ? "host-func"
+                                          : completion == PP_COMPLETION_CONSUMER ? "consumer"
+                                                                                 : "event-thread",
+                                          graphs ? " graphs" : "", pinned ? "pinned" : "pageable",
+                                          slots, pp_engine_backend_detail(r.engine));
   check_outputs(&r, what);
+  if (expect_detail && !strstr(pp_engine_backend_detail(r.engine), expect_detail))
+    fail_msg("%s: expected '%s'", what, expect_detail);
   pp_stats stats;
   pp_engine_get_stats(r.engine, &stats);
   assert_int_equal(stats.frames, FRAMES);
@@ -280,25 +289,117 @@ static void
 test_every_path(void **state)
 {
   (void) state;
-  static const char *const paths[] = { "fused", "own", "own64", "cublas" };
+  static const char *const paths[] = { "fused", "own", "own64", "cublas", "small" };
   for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++)
     for (size_t p = 0; p < G_N_ELEMENTS(paths); p++) {
-      const bool fused_fits = !shapes[s].n_layers && shapes[s].o == 1 && shapes[s].d <= 256;
-      if (p == 0 && !fused_fits)
+      const bool two_layers = !shapes[s].n_layers && shapes[s].d <= 256;
+      if ((p == 0 && !(two_layers && shapes[s].o == 1)) || (p == 4 && !two_layers))
         continue;
       run_all(&shapes[s], paths[p], PP_COMPLETION_HOST_FUNC, true, p % 2 == 0, 2 + p % 2);
     }
+}
+
+/* Frames in chunks (PINGPONG_CUDA_CHUNKS) on every kernel path and every
+ * way of reading X, each against the float64 reference: chunk j's rows
+ * must read chunk j's bytes and land in chunk j's results. */
+static void
+test_chunks(void **state)
+{
+  (void) state;
+  static const struct {
+    size_t shape;
+    const char *path;
+    unsigned chunks;
+  } cases[] = {
+    { 0, "own", 4 },    { 0, "cublas", 5 }, { 0, "small", 8 },  { 0, "fused", 2 },
+    { 1, "own64", 5 },  { 1, "cublas", 5 }, { 2, "fused", 3 },  { 2, "cublas", 6 },
+    { 3, "cublas", 2 }, { 3, "own", 5 },    { 4, "own", 2 },    { 4, "cublas", 3 },
+    { 5, "cublas", 5 }, { 6, "own", 4 },    { 6, "cublas", 8 },
+  };
+  /* Quick: rows, patches and tensors; our kernels and cuBLAS. */
+  static const size_t quick_cases[] = { 0, 6, 8, 2 };
+  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
+                                         PP_COMPLETION_CONSUMER };
+  for (size_t n = 0; n < (quick ? G_N_ELEMENTS(quick_cases) : G_N_ELEMENTS(cases)); n++) {
+    const size_t i = quick ? quick_cases[n] : n;
+    g_autofree char *count = g_strdup_printf("%u", cases[i].chunks);
+    g_autofree char *detail = g_strdup_printf("%u chunks", cases[i].chunks);
+    g_setenv("PINGPONG_CUDA_CHUNKS", count, TRUE);
+    expect_detail = detail;
+    run_all(&shapes[cases[i].shape], cases[i].path, modes[i % 3], i % 2 == 0, i % 4 < 2, 2 + i % 3);
+  }
+  expect_detail = NULL;
+
+  /* A count that does not divide the rows of samples says which do. */
+  g_setenv("PINGPONG_CUDA_CHUNKS", "2", TRUE);
+  run r = { 0 };
+  char *msg = NULL;
+  assert_int_equal(
+      pp_layout_for_video(PP_PIXEL_BGR, 45, 31, 136, PP_MAPPING_PATCHES, 6, &r.layout, &msg), 0);
+  assert_int_equal(pp_model_generate(r.layout.k, 30, 1, PP_HIDDEN_RELU, &r.model), 0);
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = PP_COMPLETION_CONSUMER };
+  pp_backend *b = NULL;
+  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
+  r.engine = pp_engine_new(b, NULL, NULL);
+  assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &msg), -EINVAL);
+  assert_non_null(
+      strstr(msg, "PINGPONG_CUDA_CHUNKS=2 does not fit these frames; give one of 1, 5"));
+  g_free(msg);
+  pp_engine_free(r.engine);
+  pp_model_free(r.model);
+  g_unsetenv("PINGPONG_CUDA_CHUNKS");
+}
+
+/* Frames read in place (PINGPONG_CUDA_ZERO_COPY=1): the whole-MLP kernels
+ * read pinned frames and write pinned results over the bus. Pageable
+ * frames go through the mapped staging memory. */
+static void
+test_zero_copy(void **state)
+{
+  (void) state;
+  static const struct {
+    size_t shape;
+    const char *path;
+  } cases[] = { { 0, "small" }, { 0, "fused" }, { 2, "fused" }, { 2, "small" } };
+  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
+                                         PP_COMPLETION_CONSUMER };
+  g_setenv("PINGPONG_CUDA_ZERO_COPY", "1", TRUE);
+  expect_detail = "zero-copy";
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+    for (int pinned = 0; pinned < 2; pinned++)
+      run_all(&shapes[cases[i].shape], cases[i].path, modes[(i + pinned) % 3], pinned, pinned,
+              1 + i % 3);
+  expect_detail = NULL;
+
+  /* Layer by layer, nothing reads in place. */
+  run r = { 0 };
+  char *msg = NULL;
+  assert_int_equal(pp_layout_for_tensor(50, 777, &r.layout, &msg), 0);
+  assert_int_equal(pp_model_generate(r.layout.k, 30, 1, PP_HIDDEN_RELU, &r.model), 0);
+  g_setenv("PINGPONG_CUDA_PATH", "own", TRUE);
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = PP_COMPLETION_CONSUMER };
+  pp_backend *b = NULL;
+  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
+  r.engine = pp_engine_new(b, NULL, NULL);
+  assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &msg), -EINVAL);
+  assert_non_null(strstr(msg, "PINGPONG_CUDA_ZERO_COPY=1 needs one kernel for the whole MLP"));
+  g_free(msg);
+  pp_engine_free(r.engine);
+  pp_model_free(r.model);
+  g_unsetenv("PINGPONG_CUDA_PATH");
+  g_unsetenv("PINGPONG_CUDA_ZERO_COPY");
 }
 
 static void
 test_completion_modes_and_graphs(void **state)
 {
   (void) state;
+  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
+                                         PP_COMPLETION_CONSUMER };
   for (int graphs = 0; graphs < 2; graphs++)
-    for (int mode = 0; mode < 2; mode++)
+    for (int mode = 0; mode < 3; mode++)
       for (unsigned slots = 1; slots <= 4; slots += 3)
-        run_all(&shapes[0], "own", mode ? PP_COMPLETION_EVENT_THREAD : PP_COMPLETION_HOST_FUNC,
-                graphs, graphs == mode, slots);
+        run_all(&shapes[0], "own", modes[mode], graphs, graphs == mode % 2, slots);
 }
 
 static void
@@ -314,10 +415,11 @@ static void
 test_flush_and_teardown_in_flight(void **state)
 {
   (void) state;
-  for (int mode = 0; mode < 2; mode++) {
+  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
+                                         PP_COMPLETION_CONSUMER };
+  for (int mode = 0; mode < 3; mode++) {
     run r;
-    setup_run(&r, &shapes[3], "own", mode ? PP_COMPLETION_EVENT_THREAD : PP_COMPLETION_HOST_FUNC,
-              true, true, 4);
+    setup_run(&r, &shapes[3], "own", modes[mode], true, true, 4);
     for (int i = 0; i < 4; i++)
       submit(&r, i);
     pp_engine_set_flushing(r.engine, true);
@@ -370,9 +472,12 @@ main(void)
   if (!test_cuda_usable())
     return 77;
   seed = test_seed();
+  quick = g_getenv("PP_GPU_QUICK") != NULL;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_every_path),
     cmocka_unit_test(test_completion_modes_and_graphs),
+    cmocka_unit_test(test_chunks),
+    cmocka_unit_test(test_zero_copy),
     cmocka_unit_test(test_autotune_picks_a_working_path),
     cmocka_unit_test(test_flush_and_teardown_in_flight),
     cmocka_unit_test(test_device_errors),

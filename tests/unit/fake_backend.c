@@ -33,7 +33,7 @@ fake_thread(gpointer data)
   fake_backend *f = data;
   g_mutex_lock(&f->lock);
   while (!f->quit) {
-    if (f->hold || f->pending->len == 0) {
+    if (f->hold || f->consumer || f->pending->len == 0) {
       g_cond_wait(&f->changed, &f->lock);
       continue;
     }
@@ -116,6 +116,41 @@ fake_destroy(pp_backend *b)
   g_free(f);
 }
 
+/* pp_backend_ops.wait: "not yet" one time in three (or while held) after
+ * a short sleep, else the frame completes here, on the caller's thread. */
+static int
+fake_wait(pp_backend *b, unsigned slot, int64_t timeout_ns)
+{
+  fake_backend *f = (fake_backend *) b;
+  g_mutex_lock(&f->lock);
+  f->waits++;
+  guint at = 0;
+  while (at < f->pending->len && g_array_index(f->pending, unsigned, at) != slot)
+    at++;
+  if (at == f->pending->len) {
+    g_mutex_unlock(&f->lock);
+    return 0; /* sync completed it */
+  }
+  const bool not_yet = f->hold || test_rng_next(&f->rng) % 3 == 0;
+  const gulong delay = MIN(test_rng_next(&f->rng) % 300, (guint64) timeout_ns / 1000);
+  g_mutex_unlock(&f->lock);
+  g_usleep(delay);
+  g_mutex_lock(&f->lock);
+  int rc = 0;
+  if (not_yet) {
+    f->not_yet++;
+    rc = -EAGAIN;
+  } else {
+    for (at = 0; at < f->pending->len; at++)
+      if (g_array_index(f->pending, unsigned, at) == slot) {
+        fake_complete_one(f, at);
+        break;
+      }
+  }
+  g_mutex_unlock(&f->lock);
+  return rc;
+}
+
 static const pp_backend_ops fake_ops = {
   .abi = PP_BACKEND_ABI,
   .name = "fake",
@@ -140,6 +175,16 @@ fake_new(bool hold, uint64_t seed)
   test_rng_seed(&f->rng, seed);
   f->thread = g_thread_new("fake-gpu", fake_thread, f);
   return f;
+}
+
+void
+fake_report_on_consumer(fake_backend *f)
+{
+  static pp_backend_ops consumer_ops;
+  consumer_ops = fake_ops;
+  consumer_ops.wait = fake_wait;
+  f->base.ops = &consumer_ops;
+  f->consumer = true;
 }
 
 void

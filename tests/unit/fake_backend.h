@@ -1,7 +1,9 @@
 /* A backend for the engine's tests: it "computes" output[0] = input[0] * 2
  * + 1 and completes its slots in random order after random delays, and can
  * hold completions back, refuse submits, fail frames or keep results in the
- * slot until finish. */
+ * slot until finish. With `consumer`, it completes nothing by itself: the
+ * engine's consumer reports each frame through pp_backend_ops.wait, which
+ * first says "not yet" at random. */
 #ifndef PP_FAKE_BACKEND_H
 #define PP_FAKE_BACKEND_H
 
@@ -21,6 +23,8 @@ typedef struct {
   int fail_submits;    /* fail this many submits with -EIO */
   int fail_completion; /* complete the next frame with -EIO */
   bool hold_slots;     /* results wait in the slot until finish, like a staged copy */
+  bool consumer;       /* completion=consumer: frames complete in wait */
+  int waits, not_yet;  /* wait calls, and those that answered -EAGAIN */
   int finished;        /* finish calls */
   GArray *pending;     /* slots submitted, not yet completed */
   pp_job jobs[PP_MAX_SLOTS];
@@ -30,6 +34,8 @@ typedef struct {
 } fake_backend;
 
 fake_backend *fake_new(bool hold, uint64_t seed);
+/* The same, reporting on the consumer's thread (before the engine exists). */
+void fake_report_on_consumer(fake_backend *f);
 void fake_set_hold(fake_backend *f, bool hold);
 
 /* Per-ticket frames for a fake behind an engine: frame seq's input is seq

@@ -43,10 +43,12 @@ on_discard(void *owner, const pp_item *item)
 #define MARKER_BIT (1u << 30)
 
 static rig *
-rig_new(unsigned slots, bool hold)
+rig_new_reporting(unsigned slots, bool hold, bool consumer)
 {
   rig *r = g_new0(rig, 1);
   r->fake = fake_new(hold, seed);
+  if (consumer)
+    fake_report_on_consumer(r->fake);
   r->discarded = g_async_queue_new();
   r->engine = pp_engine_new(&r->fake->base, on_discard, r);
   pp_frame_layout layout;
@@ -55,6 +57,12 @@ rig_new(unsigned slots, bool hold)
   assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
   assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, &msg), 0);
   return r;
+}
+
+static rig *
+rig_new(unsigned slots, bool hold)
+{
+  return rig_new_reporting(slots, hold, false);
 }
 
 static void
@@ -97,12 +105,16 @@ producer(gpointer data)
   return NULL;
 }
 
+/* Both ways of reporting: the backend's own thread, and the consumer's
+ * (pp_backend_ops.wait, which says "not yet" at random first). */
 static void
 test_order_under_random_completion(void **state)
 {
   (void) state;
-  for (unsigned slots = 1; slots <= 5; slots++) {
-    rig *r = rig_new(slots, false);
+  for (unsigned run = 0; run < 10; run++) {
+    const unsigned slots = 1 + run % 5;
+    const bool consumer = run >= 5;
+    rig *r = rig_new_reporting(slots, false, consumer);
     producer_args args = { r, 400 };
     GThread *t = g_thread_new("producer", producer, &args);
     for (unsigned seq = 0; seq < args.frames; seq++) {
@@ -119,6 +131,8 @@ test_order_under_random_completion(void **state)
     pp_engine_get_stats(r->engine, &stats);
     assert_int_equal(stats.frames, args.frames);
     assert_true(stats.latency_p50_us > 0 && stats.latency_p99_us >= stats.latency_p50_us);
+    if (consumer) /* every frame waited on, some more than once */
+      assert_true(r->fake->waits > (int) args.frames && r->fake->not_yet > 0);
     pp_engine_free(r->engine);
     r->engine = NULL;
     assert_int_equal(r->discarded_frames + r->discarded_markers, 0);
@@ -140,6 +154,16 @@ submit_in_thread(gpointer data)
 {
   blocked_call *c = data;
   c->rc = submit_frame(c->r, c->seq);
+  g_atomic_int_set(&c->done, 1);
+  return NULL;
+}
+
+static gpointer
+pop_in_thread(gpointer data)
+{
+  blocked_call *c = data;
+  pp_item item;
+  c->rc = pp_engine_pop(c->r->engine, &item);
   g_atomic_int_set(&c->done, 1);
   return NULL;
 }
@@ -239,10 +263,9 @@ test_drain_waits_for_every_result(void **state)
 /* ---- flush and teardown --------------------------------------------------- */
 
 static void
-test_flush_discards_in_flight(void **state)
+flush_discards_in_flight(bool consumer)
 {
-  (void) state;
-  rig *r = rig_new(4, true);
+  rig *r = rig_new_reporting(4, true, consumer);
   for (unsigned seq = 0; seq < 4; seq++)
     assert_int_equal(submit_frame(r, seq), 0);
   assert_int_equal(pp_engine_push_marker(r->engine, GUINT_TO_POINTER(MARKER_BIT)), 0);
@@ -251,9 +274,18 @@ test_flush_discards_in_flight(void **state)
   blocked_call fifth = { r, 4, 0, 0 };
   GThread *t = g_thread_new("fifth", submit_in_thread, &fifth);
   assert_true(still_blocked(&fifth));
+  /* So does a consumer waiting for a held frame (inside the backend's wait
+   * when it reports on the consumer's thread). */
+  blocked_call popper = { r, 0, 0, 0 };
+  GThread *p = g_thread_new("pop", pop_in_thread, &popper);
+  assert_true(still_blocked(&popper));
   pp_engine_set_flushing(r->engine, true);
   g_thread_join(t);
+  g_thread_join(p);
   assert_int_equal(fifth.rc, -ECANCELED);
+  assert_int_equal(popper.rc, -ECANCELED);
+  if (consumer)
+    assert_true(r->fake->not_yet > 0);
   pp_item item;
   assert_int_equal(pp_engine_pop(r->engine, &item), -ECANCELED);
   assert_int_equal(pp_engine_push_marker(r->engine, NULL), -ECANCELED);
@@ -278,6 +310,15 @@ test_flush_discards_in_flight(void **state)
   r->engine = NULL;
   assert_int_equal(r->discarded_frames, 4); /* nothing more was thrown away */
   rig_free(r);
+}
+
+static void
+test_flush_discards_in_flight(void **state)
+{
+  (void) state;
+  flush_discards_in_flight(false);
+  /* A consumer waiting on the backend sees the flush too. */
+  flush_discards_in_flight(true);
 }
 
 static void
@@ -398,6 +439,20 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
   pp_model_free(model);
 }
 
+/* completion=auto: the consumer for up to two slots, the event thread for
+ * more; the other values stay as they are. */
+static void
+test_completion_auto(void **state)
+{
+  (void) state;
+  for (unsigned slots = 1; slots <= PP_MAX_SLOTS; slots++) {
+    assert_int_equal(pp_completion_resolve(PP_COMPLETION_AUTO, slots),
+                     slots <= 2 ? PP_COMPLETION_CONSUMER : PP_COMPLETION_EVENT_THREAD);
+    for (int c = PP_COMPLETION_HOST_FUNC; c < PP_COMPLETION_AUTO; c++)
+      assert_int_equal(pp_completion_resolve((pp_completion) c, slots), c);
+  }
+}
+
 static void
 test_cpu_backend_results(void **state)
 {
@@ -423,6 +478,7 @@ main(void)
     cmocka_unit_test(test_teardown_with_frames_in_flight),
     cmocka_unit_test(test_failures),
     cmocka_unit_test(test_cpu_backend_results),
+    cmocka_unit_test(test_completion_auto),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,313 @@
+/* One frame's own stages overlapped. A frame's samples are independent, so
+ * the frame splits into C chunks of whole sample rows, and each slot runs
+ * them on three streams ordered by events:
+ *
+ *   copy-in  (the slot's stream)  H2D 0 | H2D 1 | H2D 2
+ *   compute                               MLP 0 | MLP 1 | MLP 2
+ *   copy-out                                      D2H 0 | D2H 1 | D2H 2
+ *
+ * A frame then takes about its slowest stage plus one chunk of the others,
+ * instead of their sum. Each chunk's kernels are a CUDA graph of their own.
+ *
+ * A small frame may instead be read in place (zero-copy): one kernel reads
+ * the pinned frame over the bus and writes the results back the same way,
+ * so a frame is one launch and no copies, each of which costs a few µs of
+ * latency however small it is.
+ *
+ * The arrangement is chosen at configure by timing whole frames, submit to
+ * done, on the real shapes: whole, zero-copy or C chunks, whichever is
+ * fastest by CHUNK_GAIN, or as PINGPONG_CUDA_CHUNKS / PINGPONG_CUDA_ZERO_COPY
+ * say. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda_priv.h"
+#include "stats.h"
+
+#define CHUNK_REPS 15
+/* Chunks must beat one piece by this much to be used: less is noise. */
+#define CHUNK_GAIN 0.95
+
+static const unsigned chunk_choices[] = { 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16 };
+/* Chunks, and reading frames over 1 MiB in place, are for latency: with at
+ * most two slots they gave more frames/s too, with three or more slots
+ * whole frames by DMA gave more, as frames of different slots already
+ * overlap (H100, saturated, docs/PERFORMANCE.md: hd with 3 slots 7504
+ * frames/s in place and 7562 in chunks against 8411 whole; with one or two
+ * slots in place gave 5751 and 7507 against 4313 and 7173 in chunks, and a
+ * paced frame 177 µs against 231). A kernel that reads a large frame over
+ * the bus holds its SMs while it waits. */
+#define ZERO_COPY_MAX_BYTES (1u << 20)
+#define LATENCY_PLANS_MAX_SLOTS 2
+
+/* Samples per row of samples: a chunk starts at a whole one. */
+static uint32_t
+samples_per_row(const cuda_backend *b)
+{
+  const pp_cuda_a *x = &b->slots[0].x;
+  return x->kind == PP_A_F32 ? 1 : x->per_row;
+}
+
+/* Whether the frame splits into `c` chunks of equal whole sample rows, each
+ * a contiguous byte range: frames of one plane, and not YUV (whose kernels
+ * address pixels, not bytes). */
+static bool
+chunks_fit(const cuda_backend *b, unsigned c)
+{
+  const pp_frame_layout *l = &b->layout;
+  const uint32_t per_row = samples_per_row(b);
+  if (c < 2 || c > PP_MAX_CHUNKS || l->is_yuv || l->n_planes > 1 || l->n % per_row != 0)
+    return false;
+  return (l->n / per_row) % c == 0;
+}
+
+/* Chunk j's bytes of the frame start at chunk_offset[j]; the last runs to
+ * the end of the frame, so bytes no sample reads still cross. */
+static void
+set_offsets(cuda_backend *b, unsigned c)
+{
+  const pp_cuda_a *x = &b->slots[0].x;
+  const uint32_t rows = b->layout.n / c;
+  for (unsigned j = 0; j < c; j++) {
+    const size_t row0 = (size_t) j * rows;
+    b->chunk_offset[j] =
+        x->kind == PP_A_F32 ? row0 * x->ld * sizeof(float) : row0 / x->per_row * x->row_step;
+  }
+  b->chunk_offset[c] = b->layout.frame_bytes;
+  b->chunks = c;
+}
+
+static void
+drop_chunk_graphs(cuda_slot *s)
+{
+  for (unsigned j = 0; j < PP_MAX_CHUNKS; j++) {
+    if (s->chunk_exec[j])
+      cudaGraphExecDestroy(s->chunk_exec[j]);
+    s->chunk_exec[j] = NULL;
+  }
+}
+
+static int
+capture_chunk_graphs(cuda_backend *b, cuda_slot *s, char **msg)
+{
+  if (!b->use_graphs)
+    return 0;
+  for (unsigned j = 0; j < b->chunks; j++) {
+    const int rc = cuda_capture(b, s, j * b->chunk_rows, b->chunk_rows, &s->chunk_exec[j], msg);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static cudaError_t
+mark(cuda_slot *s, cudaEvent_t event, cudaStream_t stream)
+{
+  return s->timed ? cudaEventRecord(event, stream) : cudaSuccess;
+}
+
+static int
+enqueue_chunk_mlp(cuda_backend *b, cuda_slot *s, unsigned j, char **msg)
+{
+  if (s->chunk_exec[j]) {
+    CUDA_CHECK(cudaGraphLaunch(s->chunk_exec[j], s->compute));
+    return 0;
+  }
+  return pp_gpu_mlp_run_rows(b, s, PP_N_PATHS, s->compute, j * b->chunk_rows, b->chunk_rows, msg);
+}
+
+/* Every upload first: the copy engine is the critical path of the frames
+ * that chunks help, and the MLP launches overlap the first chunk's copy. */
+int
+cuda_enqueue_chunks(cuda_backend *b, cuda_slot *s, const void *src, float *dst, char **msg)
+{
+  const size_t out_floats = (size_t) b->chunk_rows * b->o;
+  CUDA_CHECK(mark(s, s->ev_start, s->stream));
+  for (unsigned j = 0; j < b->chunks; j++) {
+    const size_t at = b->chunk_offset[j], bytes = b->chunk_offset[j + 1] - at;
+    CUDA_CHECK(cudaMemcpyAsync((uint8_t *) s->d_in + at, (const uint8_t *) src + at, bytes,
+                               cudaMemcpyHostToDevice, s->stream));
+    CUDA_CHECK(cudaEventRecord(s->ev_in[j], s->stream));
+  }
+  CUDA_CHECK(mark(s, s->ev_h2d, s->stream));
+  for (unsigned j = 0; j < b->chunks; j++) {
+    CUDA_CHECK(cudaStreamWaitEvent(s->compute, s->ev_in[j], 0));
+    const int rc = enqueue_chunk_mlp(b, s, j, msg);
+    if (rc < 0)
+      return rc;
+    CUDA_CHECK(cudaEventRecord(s->ev_out[j], s->compute));
+  }
+  CUDA_CHECK(mark(s, s->ev_mlp, s->compute));
+  for (unsigned j = 0; j < b->chunks; j++) {
+    CUDA_CHECK(cudaStreamWaitEvent(s->copy_out, s->ev_out[j], 0));
+    CUDA_CHECK(cudaMemcpyAsync(dst + j * out_floats, s->d_out + j * out_floats,
+                               out_floats * sizeof(float), cudaMemcpyDeviceToHost, s->copy_out));
+  }
+  CUDA_CHECK(mark(s, s->ev_d2h, s->copy_out));
+  return 0;
+}
+
+/* Median time, submit to done, of a frame from slot 0's staging memory
+ * with the current chunk count: what a frame's latency is made of. */
+static int
+time_frames(cuda_backend *b, double *us, char **msg)
+{
+  cuda_slot *s = &b->slots[0];
+  double samples[CHUNK_REPS];
+  s->timed = false;
+  for (unsigned i = 0; i < CHUNK_REPS + 2; i++) {
+    const int64_t t0 = pp_now_ns();
+    int rc = cuda_enqueue_frame(b, s, s->staging_in, NULL, s->staging_out, msg);
+    if (rc < 0)
+      return rc;
+    CUDA_CHECK(cudaEventRecord(s->ev_done, cuda_last_stream(b, s, s->staging_in)));
+    cudaError_t err;
+    while ((err = cudaEventQuery(s->ev_done)) == cudaErrorNotReady)
+      ;
+    CUDA_CHECK(err);
+    if (i >= 2) /* two warm-up frames */
+      samples[i - 2] = (pp_now_ns() - t0) / 1000.0;
+  }
+  *us = pp_median(samples, CHUNK_REPS);
+  return 0;
+}
+
+/* Chunks of `c` (planned, slot 0's graphs captured), or none for 1. */
+static int
+try_chunks(cuda_backend *b, unsigned c, char **msg)
+{
+  drop_chunk_graphs(&b->slots[0]);
+  pp_gpu_mlp_unplan_chunks(b);
+  b->chunks = 1;
+  if (c == 1)
+    return 0;
+  set_offsets(b, c);
+  int rc = pp_gpu_mlp_plan_chunks(b, b->layout.n / c, msg);
+  if (rc == 0)
+    rc = capture_chunk_graphs(b, &b->slots[0], msg);
+  return rc;
+}
+
+static bool
+zero_copy_fits(const cuda_backend *b)
+{
+  return b->host_pointers && pp_gpu_mlp_reads_in_place(b);
+}
+
+/* PINGPONG_CUDA_ZERO_COPY=0|1. */
+static int
+forced_zero_copy(cuda_backend *b, const char *forced, char **msg)
+{
+  if (strcmp(forced, "0") != 0 && strcmp(forced, "1") != 0) {
+    *msg = g_strdup_printf("PINGPONG_CUDA_ZERO_COPY=%s: give 0 or 1", forced);
+    return -EINVAL;
+  }
+  b->zero_copy = forced[0] == '1';
+  if (b->zero_copy && !zero_copy_fits(b)) {
+    *msg = g_strdup(b->host_pointers ? "PINGPONG_CUDA_ZERO_COPY=1 needs one kernel for the whole "
+                                       "MLP (PINGPONG_CUDA_PATH=fused or small)"
+                                     : "PINGPONG_CUDA_ZERO_COPY=1: this GPU cannot use host "
+                                       "pointers to registered memory");
+    b->zero_copy = false;
+    return -EINVAL;
+  }
+  return 0;
+}
+
+/* PINGPONG_CUDA_CHUNKS=C: that many, or an error that says which fit. */
+static int
+forced_chunks(const cuda_backend *b, const char *forced, unsigned *c, char **msg)
+{
+  char *end = NULL;
+  const unsigned long want = strtoul(forced, &end, 10);
+  if (*end == '\0' && (want == 1 || chunks_fit(b, want))) {
+    *c = want;
+    return 0;
+  }
+  GString *fits = g_string_new("1");
+  for (size_t i = 0; i < G_N_ELEMENTS(chunk_choices); i++)
+    if (chunks_fit(b, chunk_choices[i]))
+      g_string_append_printf(fits, ", %u", chunk_choices[i]);
+  *msg = g_strdup_printf("PINGPONG_CUDA_CHUNKS=%s does not fit these frames; give one of %s",
+                         forced, fits->str);
+  g_string_free(fits, TRUE);
+  return -EINVAL;
+}
+
+int
+cuda_plan_frames(cuda_backend *b, char **msg)
+{
+  b->chunks = 1;
+  b->zero_copy = false;
+  b->chunk_us_whole = b->chunk_us_best = -1;
+  const char *forced = g_getenv("PINGPONG_CUDA_CHUNKS");
+  const char *forced_zc = g_getenv("PINGPONG_CUDA_ZERO_COPY");
+  unsigned best = 1;
+  int rc = 0;
+  if (forced_zc && *forced_zc && (rc = forced_zero_copy(b, forced_zc, msg)) < 0)
+    return rc;
+  if (b->zero_copy)
+    return 0;
+  if (forced && *forced) {
+    rc = forced_chunks(b, forced, &best, msg);
+  } else {
+    rc = time_frames(b, &b->chunk_us_whole, msg);
+    double best_us = b->chunk_us_whole;
+    const bool small = b->layout.frame_bytes <= ZERO_COPY_MAX_BYTES;
+    if (rc == 0 && !(forced_zc && *forced_zc) && zero_copy_fits(b) &&
+        (small || b->n_slots <= LATENCY_PLANS_MAX_SLOTS)) {
+      double us;
+      b->zero_copy = true;
+      rc = time_frames(b, &us, msg);
+      b->zero_copy = rc == 0 && us < CHUNK_GAIN * best_us;
+      if (b->trace)
+        g_printerr("pingpong cuda zero-copy: %.1f µs a frame against %.1f whole; %s\n", us, best_us,
+                   b->zero_copy ? "using it" : "not using it");
+      if (b->zero_copy)
+        return 0;
+    }
+    const bool chunks_pay = b->n_slots <= LATENCY_PLANS_MAX_SLOTS;
+    for (size_t i = 0; i < G_N_ELEMENTS(chunk_choices) && rc == 0 && chunks_pay; i++) {
+      const unsigned c = chunk_choices[i];
+      double us;
+      if (!chunks_fit(b, c))
+        continue;
+      /* A chunk count cuBLAS cannot plan for is one fewer candidate. */
+      char *why = NULL;
+      if (try_chunks(b, c, &why) < 0) {
+        g_free(why);
+        continue;
+      }
+      rc = time_frames(b, &us, msg);
+      if (rc == 0 && us < best_us) {
+        best_us = us;
+        best = c;
+      }
+    }
+    b->chunk_us_best = best_us;
+    if (best_us > CHUNK_GAIN * b->chunk_us_whole)
+      best = 1;
+    if (b->trace)
+      g_printerr("pingpong cuda chunks: a whole frame %.1f µs, best %.1f µs in %u; using %u\n",
+                 b->chunk_us_whole, best_us, best_us < b->chunk_us_whole ? best : 1, best);
+  }
+  if (rc == 0)
+    rc = try_chunks(b, best, msg);
+  for (unsigned i = 1; i < b->n_slots && rc == 0 && best > 1; i++)
+    rc = capture_chunk_graphs(b, &b->slots[i], msg);
+  if (rc < 0) {
+    cuda_drop_chunks(b);
+    return rc;
+  }
+  return 0;
+}
+
+void
+cuda_drop_chunks(cuda_backend *b)
+{
+  for (unsigned i = 0; i < b->n_slots; i++)
+    drop_chunk_graphs(&b->slots[i]);
+  pp_gpu_mlp_unplan_chunks(b);
+  b->chunks = 1;
+}
