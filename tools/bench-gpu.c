@@ -37,10 +37,16 @@ bench_time_gpu(const workload *w, const char *precision, const char *element_pat
          pp_model_generate_desc(layout.k, &desc, &model, &msg) == 0;
   else
     ok = ok && pp_model_generate(layout.k, w->hidden, w->outputs, PP_HIDDEN_AUTO, &model) == 0;
+  /* The element's kernels here too; a PINGPONG_CUDA_PATH of the caller's
+   * stays for the element's next runs. */
+  g_autofree gchar *callers = g_strdup(g_getenv("PINGPONG_CUDA_PATH"));
   g_setenv("PINGPONG_CUDA_PATH", element_path, TRUE);
   ok = ok && pp_backend_cuda_new(&opts, &b, &msg) == 0 &&
        b->ops->configure(b, model, &layout, 1, &msg) == 0;
-  g_unsetenv("PINGPONG_CUDA_PATH");
+  if (callers)
+    g_setenv("PINGPONG_CUDA_PATH", callers, TRUE);
+  else
+    g_unsetenv("PINGPONG_CUDA_PATH");
 
   GstMapInfo map;
   gst_buffer_map(frame, &map, GST_MAP_READ);

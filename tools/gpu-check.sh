@@ -33,7 +33,7 @@ for step in "${steps[@]}"; do
           # tests then run as five processes at once.
           filters=("")
           [ "$tool" = racecheck ] && [ $t = test_cuda_backend ] &&
-            filters=(test_every_path test_completion_modes_and_graphs
+            filters=(test_every_path test_completion_modes_and_graphs test_chunks test_zero_copy
               test_autotune_picks_a_working_path test_flush_and_teardown_in_flight
               test_device_errors)
           pids=()

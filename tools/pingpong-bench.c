@@ -11,14 +11,21 @@
  * efficiency (ideal / measured period), and the MLP of a plain-cuBLAS
  * implementation of the same math, timed in the same run.
  *
+ * --interval-us U paces the source like a live one: frame i is pushed at
+ * i·U after the first, so with U above a frame's own time each frame finds
+ * the GPU idle and its latency is its own chain, not the queue behind it
+ * (saturated, latency ≈ slots × period by Little's law).
+ *
  * Several GPUs: --devices 0,1 spreads one cudamlp's slots over them;
  * --streams S runs S such branches in one pipeline (stream s on the
  * (s mod G)-th device), frames/s then being their sum.
  *
  *   pingpong-bench [--workloads seed,hd,tiny,balanced] [--slots 1,2,3,4]
  *                  [--frames 4096] [--warmup 128] [--repeats 3]
- *                  [--completion host-func|event-thread] [--precision fp32|tf32]
+ *                  [--completion auto|consumer|event-thread|host-func]
+ *                  [--precision fp32|tf32]
  *                  [--devices 0,1] [--streams S] [--backend cpu] [--trace DIR]
+ *                  [--interval-us U]
  */
 #include <cuda_runtime_api.h>
 #include <gst/app/gstappsrc.h>
@@ -62,7 +69,7 @@ static const workload workloads[] = {
 
 typedef struct {
   char *workloads, *slots, *completion, *precision, *trace_dir, *backend, *devices;
-  int frames, warmup, repeats, streams;
+  int frames, warmup, repeats, streams, interval_us;
 } options;
 
 typedef struct {
@@ -120,6 +127,7 @@ typedef struct {
   GstBufferPool *pool;
   GstBuffer *ring[RING];
   int total;
+  gint64 interval_ns; /* 0: as fast as the element takes them */
   gboolean pushed_all;
 } branch;
 
@@ -162,12 +170,26 @@ fill_ring(branch *b, const workload *w, GRand *rng)
   return ok;
 }
 
+/* Until `when` (pp_now_ns): sleeps to 100 µs before, spins the rest, so
+ * frames leave on time to a few µs. */
+static void
+wait_until(gint64 when)
+{
+  gint64 now;
+  while ((now = pp_now_ns()) < when)
+    if (when - now > 150000)
+      g_usleep((when - now) / 1000 - 100);
+}
+
 static gpointer
 push_frames(gpointer data)
 {
   branch *b = data;
   b->pushed_all = TRUE;
+  const gint64 start = pp_now_ns();
   for (int i = 0; i < b->total; i++) {
+    if (b->interval_ns)
+      wait_until(start + i * b->interval_ns);
     /* A new GstBuffer sharing the pinned memory: cheap, and its own
      * timestamps. */
     GstBuffer *frame = gst_buffer_copy(b->ring[i % RING]);
@@ -272,6 +294,7 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
     gst_object_unref(fakesink);
     b->a.warmup = o->warmup;
     b->total = o->warmup + o->frames;
+    b->interval_ns = (gint64) o->interval_us * 1000;
     g_mutex_init(&b->a.lock);
     gst_pad_add_probe(b->sink_pad, GST_PAD_PROBE_TYPE_BUFFER, on_result, &b->a, NULL);
   }
@@ -372,7 +395,10 @@ main(int argc, char **argv)
     { "frames", 0, 0, G_OPTION_ARG_INT, &o.frames, "measured frames per run (4096)", "N" },
     { "warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "frames before measuring (128)", "N" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &o.repeats, "runs per cell, median taken (3)", "N" },
-    { "completion", 0, 0, G_OPTION_ARG_STRING, &o.completion, "host-func|event-thread", "MODE" },
+    { "completion", 0, 0, G_OPTION_ARG_STRING, &o.completion,
+      "auto (default: consumer up to 2 slots, else event-thread), consumer, event-thread or "
+      "host-func",
+      "MODE" },
     { "precision", 0, 0, G_OPTION_ARG_STRING, &o.precision, "fp32|tf32", "P" },
     { "backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
       "cuda (default), or cpu: frames/s and latency only, no GPU timings (small workloads: tiny)",
@@ -385,6 +411,10 @@ main(int argc, char **argv)
       "S appsrc ! cudamlp ! fakesink branches in one pipeline, each fed by its own thread; "
       "frames/s is their sum, --frames per stream (1)",
       "S" },
+    { "interval-us", 0, 0, G_OPTION_ARG_INT, &o.interval_us,
+      "push a frame every U µs, like a live source, instead of as fast as taken: latency is "
+      "then each frame's own (0)",
+      "U" },
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace_dir,
       "after each cell's runs, one more of 512 frames traced (PINGPONG_TRACE) into "
       "DIR/WORKLOAD-slotsN.json",
@@ -405,7 +435,7 @@ main(int argc, char **argv)
   if (!o.slots)
     o.slots = g_strdup("1,2,3,4");
   if (!o.completion)
-    o.completion = g_strdup("event-thread");
+    o.completion = g_strdup("auto");
   if (!o.precision)
     o.precision = g_strdup("fp32");
   if (o.frames > PP_STATS_WINDOW)
@@ -425,9 +455,12 @@ main(int argc, char **argv)
   if (devices)
     cudaGetDeviceProperties(&prop, 0);
   printf("# device: %s, %d SMs (%d visible); backend=%s devices=%s streams=%d completion=%s "
-         "precision=%s; %d measured frames after %d, median of %d runs\n",
+         "precision=%s; %d measured frames after %d, median of %d runs; %s\n",
          prop.name, prop.multiProcessorCount, devices, o.backend, o.devices, o.streams,
-         o.completion, o.precision, o.frames, o.warmup, o.repeats);
+         o.completion, o.precision, o.frames, o.warmup, o.repeats,
+         o.interval_us ? "paced" : "saturated");
+  if (o.interval_us)
+    printf("# paced: a frame every %d µs\n", o.interval_us);
   printf("| workload | slots | frames/s | period µs | latency p50 µs | p99 µs | H2D µs | MLP µs | "
          "D2H µs | ideal µs | efficiency | cuBLAS MLP µs | MLP/cuBLAS | path |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -462,12 +495,15 @@ main(int argc, char **argv)
         printf("| %s | %u | failed |\n", w->name, slots);
         continue;
       }
-      /* The run whose frames/s is the median. */
-      double sorted[16];
-      memcpy(sorted, fps, good * sizeof(double));
+      /* The run whose frames/s is the median; paced, whose latency p50 is
+       * (every paced run has the source's frames/s). */
+      double key[16], sorted[16];
+      for (int i = 0; i < good; i++)
+        key[i] = o.interval_us ? runs[i].p50_us : fps[i];
+      memcpy(sorted, key, good * sizeof(double));
       const double med = pp_median(sorted, good);
       for (int i = 0; i < good; i++)
-        if (fps[i] == med)
+        if (key[i] == med)
           r = runs[i];
       const double period = 1e6 / r.fps;
       const double ideal = fmax(t.stages.h2d_us, fmax(t.stages.mlp_us, t.stages.d2h_us));
