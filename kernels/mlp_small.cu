@@ -54,7 +54,10 @@ __launch_bounds__(kThreads)
     __syncthreads();
     const unsigned kn = min((unsigned) kKC, k - k0);
     if (j < d) {
-#pragma unroll 4
+      /* Sixteen loads of W in flight: the loop waits on L2, not on the FMAs
+       * (tiny's MLP on the H100: 8.5 µs unrolled by 4, 6.9 by 16, 6.8 by
+       * 32). */
+#pragma unroll 16
       for (unsigned kk = ks; kk < kn; kk += KS) {
         const float w = __ldg(w0t + (size_t) (k0 + kk) * ldw + j);
 #pragma unroll
