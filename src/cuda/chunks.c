@@ -26,7 +26,8 @@
 #include "stats.h"
 
 #define CHUNK_REPS 15
-/* Chunks must beat one piece by this much to be used: less is noise. */
+/* Chunks or zero-copy must beat a whole frame by this much to be used:
+ * less is noise. */
 #define CHUNK_GAIN 0.95
 
 static const unsigned chunk_choices[] = { 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16 };

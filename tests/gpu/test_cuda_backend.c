@@ -299,6 +299,26 @@ test_every_path(void **state)
     }
 }
 
+/* Configuring for `layout` (generated weights, D = 30, O = 1) fails with
+ * -EINVAL and a message that contains `expected`. */
+static void
+expect_configure_error(const pp_frame_layout *layout, const char *expected)
+{
+  pp_model *model = NULL;
+  char *msg = NULL;
+  assert_int_equal(pp_model_generate(layout->k, 30, 1, PP_HIDDEN_RELU, &model), 0);
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = PP_COMPLETION_CONSUMER };
+  pp_backend *b = NULL;
+  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
+  pp_engine *engine = pp_engine_new(b, NULL, NULL);
+  assert_int_equal(pp_engine_configure(engine, model, layout, 2, &msg), -EINVAL);
+  if (!strstr(msg, expected))
+    fail_msg("configure said '%s', not '%s'", msg, expected);
+  g_free(msg);
+  pp_engine_free(engine);
+  pp_model_free(model);
+}
+
 /* Frames in chunks (PINGPONG_CUDA_CHUNKS) on every kernel path and every
  * way of reading X, each against the float64 reference: chunk j's rows
  * must read chunk j's bytes and land in chunk j's results. */
@@ -332,21 +352,12 @@ test_chunks(void **state)
 
   /* A count that does not divide the rows of samples says which do. */
   g_setenv("PINGPONG_CUDA_CHUNKS", "2", TRUE);
-  run r = { 0 };
+  pp_frame_layout layout;
   char *msg = NULL;
   assert_int_equal(
-      pp_layout_for_video(PP_PIXEL_BGR, 45, 31, 136, PP_MAPPING_PATCHES, 6, &r.layout, &msg), 0);
-  assert_int_equal(pp_model_generate(r.layout.k, 30, 1, PP_HIDDEN_RELU, &r.model), 0);
-  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = PP_COMPLETION_CONSUMER };
-  pp_backend *b = NULL;
-  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
-  r.engine = pp_engine_new(b, NULL, NULL);
-  assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &msg), -EINVAL);
-  assert_non_null(
-      strstr(msg, "PINGPONG_CUDA_CHUNKS=2 does not fit these frames; give one of 1, 5"));
-  g_free(msg);
-  pp_engine_free(r.engine);
-  pp_model_free(r.model);
+      pp_layout_for_video(PP_PIXEL_BGR, 45, 31, 136, PP_MAPPING_PATCHES, 6, &layout, &msg), 0);
+  expect_configure_error(&layout,
+                         "PINGPONG_CUDA_CHUNKS=2 does not fit these frames; give one of 1, 5");
   g_unsetenv("PINGPONG_CUDA_CHUNKS");
 }
 
@@ -372,20 +383,11 @@ test_zero_copy(void **state)
   expect_detail = NULL;
 
   /* Layer by layer, nothing reads in place. */
-  run r = { 0 };
+  pp_frame_layout layout;
   char *msg = NULL;
-  assert_int_equal(pp_layout_for_tensor(50, 777, &r.layout, &msg), 0);
-  assert_int_equal(pp_model_generate(r.layout.k, 30, 1, PP_HIDDEN_RELU, &r.model), 0);
+  assert_int_equal(pp_layout_for_tensor(50, 777, &layout, &msg), 0);
   g_setenv("PINGPONG_CUDA_PATH", "own", TRUE);
-  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = PP_COMPLETION_CONSUMER };
-  pp_backend *b = NULL;
-  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
-  r.engine = pp_engine_new(b, NULL, NULL);
-  assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &msg), -EINVAL);
-  assert_non_null(strstr(msg, "PINGPONG_CUDA_ZERO_COPY=1 needs one kernel for the whole MLP"));
-  g_free(msg);
-  pp_engine_free(r.engine);
-  pp_model_free(r.model);
+  expect_configure_error(&layout, "PINGPONG_CUDA_ZERO_COPY=1 needs one kernel for the whole MLP");
   g_unsetenv("PINGPONG_CUDA_PATH");
   g_unsetenv("PINGPONG_CUDA_ZERO_COPY");
 }
