@@ -96,9 +96,11 @@ cudaError_t pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
 
 /* ---- A two-layer MLP for small frames, over many blocks ---------------
  * y[i][o] = out_act(hidden_act(X[i]·W0ᵀ + b0) · w1[o] + b1[o]) for
- * D ≤ PP_SMALL_MAX_D and O ≤ PP_ROWDOT_MAX_O; w1 is O×D row-major. Each
- * block owns `rows_per_block` rows (1, 2, 4 or 8), so a 256-row frame
- * runs on 32-256 blocks instead of the one to four of the tiled kernels. */
+ * D ≤ PP_SMALL_MAX_D and O ≤ PP_ROWDOT_MAX_O; w1 is O×D row-major; W0ᵀ
+ * is read as float4s, so ldw is a multiple of 4 and w0t 16-byte aligned
+ * (cudaMalloc's are). Each block owns `rows_per_block` rows (1, 2, 4 or
+ * 8), so a 256-row frame runs on 32-256 blocks instead of the one to four
+ * of the tiled kernels. */
 #define PP_SMALL_MAX_D 256
 #define PP_SMALL_ROW_CHOICES 4 /* rows_per_block = 1 << i, i < this */
 

@@ -4,10 +4,11 @@
  * 18-54 µs for 8 MFLOP. Here a block owns only RB rows (1-8) and its 256
  * threads split the hidden units and K between them:
  *
- *   thread t computes hidden unit j = t % DP over the inputs k ≡ t / DP
- *   (mod 256 / DP) for its RB rows, the rows staged in shared memory;
- *   the K-split partial sums are added in shared memory, bias and
- *   activation applied, and each output is a warp's dot product with w1.
+ *   thread t computes hidden units 4q..4q+3 (q = t % (DP / 4)) over the
+ *   inputs k ≡ t / (DP / 4) (mod 1024 / DP) for its RB rows, the rows
+ *   staged in shared memory, reading W as float4; the K-split partial sums
+ *   are added in shared memory, bias and activation applied, and each
+ *   output is a warp's dot product with w1.
  *
  * Every block reads the whole of W0 (from L2), so this wins only while
  * frames are small; the planner times it against the other paths. */
@@ -30,19 +31,19 @@ __launch_bounds__(kThreads)
               const float *__restrict__ w1, const float *__restrict__ b1, unsigned o,
               pp_act out_act, float *__restrict__ y)
 {
-  constexpr int KS = kThreads / DP; /* K-splits */
+  constexpr int DQ = DP / 4;        /* float4 columns of hidden units */
+  constexpr int KS = kThreads / DQ; /* K-splits */
   __shared__ __align__(16) float xs[RB][kKC];
-  __shared__ float part[KS][RB][DP];
-  __shared__ float hs[RB][DP];
-  const unsigned j = threadIdx.x % DP, ks = threadIdx.x / DP;
+  __shared__ __align__(16) float part[KS][RB][DP];
+  const unsigned q = threadIdx.x % DQ, ks = threadIdx.x / DQ;
   const unsigned m0 = blockIdx.x * RB;
   const bool f32_vec =
       x.kind == PP_A_F32 && x.ld % 4 == 0 && (reinterpret_cast<size_t>(x.data) & 15) == 0;
 
-  float acc[RB];
+  float4 acc[RB];
 #pragma unroll
   for (int r = 0; r < RB; r++)
-    acc[r] = 0.f;
+    acc[r] = make_float4(0.f, 0.f, 0.f, 0.f);
   for (unsigned k0 = 0; k0 < k; k0 += kKC) {
     for (unsigned g = threadIdx.x; g < RB * kKC / 4; g += kThreads) {
       const unsigned r = g / (kKC / 4), c = g % (kKC / 4) * 4, row = m0 + r;
@@ -53,31 +54,41 @@ __launch_bounds__(kThreads)
     }
     __syncthreads();
     const unsigned kn = min((unsigned) kKC, k - k0);
-    if (j < d) {
-      /* Sixteen loads of W in flight: the loop waits on L2, not on the FMAs
-       * (tiny's MLP on the H100: 8.5 µs unrolled by 4, 6.9 by 16, 6.8 by
-       * 32). */
+    if (4 * q < d) {
+      /* A thread's loads of W all in flight at once (tiny: 16 float4s): the
+       * loop waits on L2 once per pass, not on the FMAs. tiny's MLP on the
+       * H100: 8.5 µs with four scalar loads in flight, 6.8 with sixteen,
+       * 5.8-5.9 with sixteen float4s (docs/PERFORMANCE.md). */
+      const float4 *w = reinterpret_cast<const float4 *>(w0t + (size_t) k0 * ldw) + q;
 #pragma unroll 16
       for (unsigned kk = ks; kk < kn; kk += KS) {
-        const float w = __ldg(w0t + (size_t) (k0 + kk) * ldw + j);
+        const float4 wv = __ldg(w + (size_t) kk * (ldw / 4));
 #pragma unroll
-        for (int r = 0; r < RB; r++)
-          acc[r] = fmaf(xs[r][kk], w, acc[r]);
+        for (int r = 0; r < RB; r++) {
+          const float xv = xs[r][kk];
+          acc[r].x = fmaf(xv, wv.x, acc[r].x);
+          acc[r].y = fmaf(xv, wv.y, acc[r].y);
+          acc[r].z = fmaf(xv, wv.z, acc[r].z);
+          acc[r].w = fmaf(xv, wv.w, acc[r].w);
+        }
       }
     }
     __syncthreads();
   }
 #pragma unroll
   for (int r = 0; r < RB; r++)
-    part[ks][r][j] = acc[r];
+    *reinterpret_cast<float4 *>(&part[ks][r][4 * q]) = acc[r];
   __syncthreads();
 
+  /* Each hidden unit's sum is written over its first partial: only the
+   * thread that adds a unit's partials reads them. */
+  float(*hs)[DP] = part[0];
   for (unsigned e = threadIdx.x; e < RB * DP; e += kThreads) {
     const unsigned r = e / DP, jj = e % DP;
     float sum = 0.f;
 #pragma unroll
-    for (int q = 0; q < KS; q++)
-      sum += part[q][r][jj];
+    for (int p = 0; p < KS; p++)
+      sum += part[p][r][jj];
     hs[r][jj] = jj < d ? pp_act_apply(hidden_act, sum + (b0 ? __ldg(b0 + jj) : 0.f)) : 0.f;
   }
   __syncthreads();
@@ -138,7 +149,8 @@ pp_cuda_mlp_small(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t 
                   const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows_per_block)
 {
   if (!stream || !x || !w0t || !w1 || !y || m == 0 || k == 0 || d == 0 || d > PP_SMALL_MAX_D ||
-      o == 0 || o > PP_ROWDOT_MAX_O || ldw < d || (x->kind != PP_A_F32 && !x->k_offset))
+      o == 0 || o > PP_ROWDOT_MAX_O || ldw < d || ldw % 4 || (reinterpret_cast<size_t>(w0t) & 15) ||
+      (x->kind != PP_A_F32 && !x->k_offset))
     return cudaErrorInvalidValue;
   /* Hidden units padded to whole warps, so a warp shares its K-split. */
   if (d <= 32)
