@@ -469,7 +469,7 @@ test_launchers_check_shapes(void **state)
 {
   (void) state;
   pp_cuda_a a = { .kind = PP_A_F32, .ld = 4 };
-  float dummy[4] = { 0 };
+  _Alignas(16) float dummy[4] = { 0 }; /* dummy + 1 is not 16-byte aligned */
   assert_int_equal(pp_cuda_gemm(stream, &a, 4, 4, dummy, 2, NULL, 4, ID, dummy, 4, PP_TILE_128x128),
                    cudaErrorInvalidValue); /* ldw < pad4(n) */
   assert_int_equal(pp_cuda_gemm(NULL, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, 4, PP_TILE_128x128),
@@ -488,6 +488,12 @@ test_launchers_check_shapes(void **state)
   assert_int_equal(
       pp_cuda_mlp_small(stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 1, ID, dummy, 3),
       cudaErrorInvalidValue); /* 3 rows a block */
+  assert_int_equal(
+      pp_cuda_mlp_small(stream, &a, 4, 4, dummy, 5, NULL, 4, ID, dummy, NULL, 1, ID, dummy, 1),
+      cudaErrorInvalidValue); /* W0ᵀ rows not whole float4s */
+  assert_int_equal(
+      pp_cuda_mlp_small(stream, &a, 4, 4, dummy + 1, 4, NULL, 4, ID, dummy, NULL, 1, ID, dummy, 1),
+      cudaErrorInvalidValue); /* W0ᵀ not 16-byte aligned */
   pp_cuda_a bytes = { .kind = PP_A_U8_GATHER };
   assert_int_equal(pp_cuda_convert(stream, &bytes, 4, 4, dummy, 4), cudaErrorInvalidValue);
   assert_int_equal(pp_cuda_fused_tile_for(300), PP_N_FUSED_TILES);
