@@ -30,6 +30,13 @@ now_us()
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+static int
+compare_doubles(const void *a, const void *b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
 __global__ void
 empty_kernel()
 {
@@ -256,6 +263,38 @@ main(int argc, char **argv)
       total += now_us() - t0;
     }
     printf("| kernel + polled event, enqueue to done (round trip) | %.2f |\n", total / 200);
+  }
+  /* A live source's frame: the GPU and the calling thread idle for a
+   * while, then one launch and one event record. Whether the calls cost
+   * more after the thread slept (woken by the kernel) than after it spun
+   * through the same time tells a cold thread from an idle GPU. */
+  for (int sleeping = 0; sleeping < 2; sleeping++) {
+    for (int idle_us = 10; idle_us <= 1000; idle_us *= 10) {
+      double calls[200], trip[200];
+      for (int i = 0; i < 200; i++) {
+        if (sleeping) {
+          const timespec pause = { 0, idle_us * 1000L };
+          nanosleep(&pause, NULL);
+        } else {
+          const double until = now_us() + idle_us;
+          while (now_us() < until)
+            ;
+        }
+        const double t0 = now_us();
+        empty_kernel<<<1, 32, 0, stream>>>();
+        CHECK(cudaEventRecord(event, stream));
+        calls[i] = now_us() - t0;
+        while (cudaEventQuery(event) == cudaErrorNotReady)
+          ;
+        trip[i] = now_us() - t0;
+      }
+      qsort(calls, 200, sizeof(double), compare_doubles);
+      qsort(trip, 200, sizeof(double), compare_doubles);
+      printf("| after %s %d µs: kernel launch + event record, p50 / p90 | %.2f / %.2f |\n",
+             sleeping ? "sleeping" : "spinning", idle_us, calls[100], calls[180]);
+      printf("| after %s %d µs: round trip to the event seen done, p50 / p90 | %.2f / %.2f |\n",
+             sleeping ? "sleeping" : "spinning", idle_us, trip[100], trip[180]);
+    }
   }
   return 0;
 }
