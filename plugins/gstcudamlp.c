@@ -266,6 +266,10 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   GST_OBJECT_UNLOCK(self);
   self->pinned = g_str_equal(pp_engine_backend_name(self->engine), "cuda");
   self->allocator = gst_pp_pinned_allocator_new(self->pinned);
+  /* An upstream element that allocates each frame from our allocator (not
+   * from our pool) finds the block of a frame we finished; one per frame
+   * in flight and one being filled, as the pool holds. */
+  gst_pp_pinned_allocator_set_spare(self->allocator, self->active_slots * PP_TICKETS_PER_SLOT + 1);
   self->srcresult = GST_FLOW_FLUSHING;
   GST_INFO_OBJECT(self, "started the %s backend with %u slots in CUDA context %p",
                   pp_engine_backend_name(self->engine), self->active_slots, options.cuda_context);

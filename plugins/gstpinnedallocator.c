@@ -5,10 +5,23 @@
 GST_DEBUG_CATEGORY_STATIC(gst_pp_pinned_allocator_debug);
 #define GST_CAT_DEFAULT gst_pp_pinned_allocator_debug
 
+/* Blocks freed are kept, up to `spare_max`, and handed out again to an
+ * allocation of the same size: an upstream element that allocates each
+ * frame from the ALLOCATION query's allocator rather than from its pool
+ * (gdpdepay, for one) would otherwise map and page-lock (cudaHostRegister)
+ * every frame and unlock it again, ~1 ms for 2 MB. */
 struct _GstPpPinnedAllocator {
   GstAllocator parent;
   gboolean pinned;
+  GMutex lock;
+  GQueue spare; /* of spare_block, most recently freed first */
+  guint spare_max;
 };
+
+typedef struct {
+  guint8 *data;
+  gsize bytes;
+} spare_block;
 
 typedef struct {
   GstMemory mem;
@@ -18,6 +31,49 @@ typedef struct {
 
 G_DEFINE_TYPE(GstPpPinnedAllocator, gst_pp_pinned_allocator, GST_TYPE_ALLOCATOR);
 
+/* A spare block of exactly `bytes`, or NULL. */
+static guint8 *
+take_spare(GstPpPinnedAllocator *self, gsize bytes)
+{
+  guint8 *data = NULL;
+  g_mutex_lock(&self->lock);
+  for (GList *l = self->spare.head; l; l = l->next) {
+    spare_block *block = l->data;
+    if (block->bytes == bytes) {
+      data = block->data;
+      g_free(block);
+      g_queue_delete_link(&self->spare, l);
+      break;
+    }
+  }
+  g_mutex_unlock(&self->lock);
+  return data;
+}
+
+/* Keeps the block if there is room, else frees the least recently freed
+ * one (more likely a size no longer asked for). */
+static void
+give_back(GstPpPinnedAllocator *self, guint8 *data, gsize bytes)
+{
+  spare_block *evicted = NULL;
+  g_mutex_lock(&self->lock);
+  if (self->spare_max > 0) {
+    spare_block *block = g_new(spare_block, 1);
+    *block = (spare_block){ data, bytes };
+    g_queue_push_head(&self->spare, block);
+    data = NULL;
+    if (self->spare.length > self->spare_max)
+      evicted = g_queue_pop_tail(&self->spare);
+  }
+  g_mutex_unlock(&self->lock);
+  if (data)
+    pp_host_free(data, bytes, self->pinned);
+  if (evicted) {
+    pp_host_free(evicted->data, evicted->bytes, self->pinned);
+    g_free(evicted);
+  }
+}
+
 static GstMemory *
 pinned_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params)
 {
@@ -26,7 +82,9 @@ pinned_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params)
    * up to a page (O_DIRECT needs 512 or 4096). */
   const gsize bytes = params->prefix + size + params->padding;
   char *msg = NULL;
-  guint8 *data = pp_host_alloc(bytes, self->pinned, &msg);
+  guint8 *data = take_spare(self, bytes);
+  if (!data)
+    data = pp_host_alloc(bytes, self->pinned, &msg);
   if (!data) {
     GST_ERROR_OBJECT(self, "%s", msg);
     g_free(msg);
@@ -50,7 +108,7 @@ pinned_free(GstAllocator *allocator, GstMemory *memory)
   GstPpPinnedAllocator *self = GST_PP_PINNED_ALLOCATOR(allocator);
   GstPpPinnedMemory *mem = (GstPpPinnedMemory *) memory;
   if (!memory->parent)
-    pp_host_free(mem->data, mem->block_bytes, self->pinned);
+    give_back(self, mem->data, mem->block_bytes);
   g_free(mem);
 }
 
@@ -94,9 +152,24 @@ pinned_is_span(GstMemory *first, GstMemory *second, gsize *offset)
   return TRUE;
 }
 
+/* The last memory is gone (each holds a ref): so are the spare blocks. */
+static void
+gst_pp_pinned_allocator_finalize(GObject *object)
+{
+  GstPpPinnedAllocator *self = GST_PP_PINNED_ALLOCATOR(object);
+  spare_block *block;
+  while ((block = g_queue_pop_head(&self->spare))) {
+    pp_host_free(block->data, block->bytes, self->pinned);
+    g_free(block);
+  }
+  g_mutex_clear(&self->lock);
+  G_OBJECT_CLASS(gst_pp_pinned_allocator_parent_class)->finalize(object);
+}
+
 static void
 gst_pp_pinned_allocator_class_init(GstPpPinnedAllocatorClass *klass)
 {
+  G_OBJECT_CLASS(klass)->finalize = gst_pp_pinned_allocator_finalize;
   GstAllocatorClass *allocator_class = GST_ALLOCATOR_CLASS(klass);
   allocator_class->alloc = GST_DEBUG_FUNCPTR(pinned_alloc);
   allocator_class->free = GST_DEBUG_FUNCPTR(pinned_free);
@@ -113,6 +186,8 @@ gst_pp_pinned_allocator_init(GstPpPinnedAllocator *self)
   allocator->mem_unmap = pinned_unmap;
   allocator->mem_share = pinned_share;
   allocator->mem_is_span = pinned_is_span;
+  g_mutex_init(&self->lock);
+  g_queue_init(&self->spare);
 }
 
 GstAllocator *
@@ -122,6 +197,33 @@ gst_pp_pinned_allocator_new(gboolean pinned)
   gst_object_ref_sink(self);
   self->pinned = pinned;
   return GST_ALLOCATOR(self);
+}
+
+void
+gst_pp_pinned_allocator_set_spare(GstAllocator *allocator, guint blocks)
+{
+  GstPpPinnedAllocator *self = GST_PP_PINNED_ALLOCATOR(allocator);
+  GQueue evicted = G_QUEUE_INIT;
+  g_mutex_lock(&self->lock);
+  self->spare_max = blocks;
+  while (self->spare.length > blocks)
+    g_queue_push_tail(&evicted, g_queue_pop_tail(&self->spare));
+  g_mutex_unlock(&self->lock);
+  spare_block *block;
+  while ((block = g_queue_pop_head(&evicted))) {
+    pp_host_free(block->data, block->bytes, self->pinned);
+    g_free(block);
+  }
+}
+
+guint
+gst_pp_pinned_allocator_n_spare(GstAllocator *allocator)
+{
+  GstPpPinnedAllocator *self = GST_PP_PINNED_ALLOCATOR(allocator);
+  g_mutex_lock(&self->lock);
+  const guint n = self->spare.length;
+  g_mutex_unlock(&self->lock);
+  return n;
 }
 
 gboolean

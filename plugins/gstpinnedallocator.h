@@ -20,6 +20,12 @@ G_DECLARE_FINAL_TYPE(GstPpPinnedAllocator, gst_pp_pinned_allocator, GST, PP_PINN
  * CPU backend needs no more). */
 GstAllocator *gst_pp_pinned_allocator_new(gboolean pinned);
 
+/* Keep up to `blocks` freed blocks (0 at first) for allocations of the
+ * same size; fewer if more are kept now. */
+void gst_pp_pinned_allocator_set_spare(GstAllocator *allocator, guint blocks);
+/* How many are kept now (tests). */
+guint gst_pp_pinned_allocator_n_spare(GstAllocator *allocator);
+
 /* TRUE when `mem` came from a pinned allocator of ours. */
 gboolean gst_pp_memory_is_pinned(GstMemory *mem);
 
