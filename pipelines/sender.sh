@@ -27,7 +27,10 @@ LIVE=${LIVE:-30} SCORES=${SCORES:-}
 launch=${PP_LAUNCH:-$PP_BUILD/tools/pingpong-launch}
 # LIVE=0: frames as fast as they go (their timestamps still 30 fps apart,
 # so a latency would mean nothing).
-live=true rate=$LIVE latency=(--latency results)
+# WARMUP=N: the first N frames' round trips are left out of the figures.
+live=true rate=$LIVE latency=(--latency results --warmup "${WARMUP:-0}")
+# LATENCY_LOG=FILE: each frame's times, for tools/network-breakdown.py.
+[ -n "${LATENCY_LOG:-}" ] && latency+=(--latency-log "$LATENCY_LOG")
 [ "$LIVE" = 0 ] && live=false rate=30 latency=()
 SOURCE=${SOURCE:-videotestsrc num-buffers=$FRAMES pattern=ball is-live=$live \
 ! video/x-raw,format=GRAY8,width=$WIDTH,height=$HEIGHT,framerate=$rate/1}

@@ -122,9 +122,10 @@ pp_trace_close(pp_trace *t, char **msg)
     goto out;
   }
   fprintf(f,
-          "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"spans\":%u,\"dropped\":%u},\n"
+          "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"spans\":%u,\"dropped\":%u,"
+          "\"origin_ns\":%" G_GINT64_FORMAT "},\n"
           "\"traceEvents\":[\n",
-          n, __atomic_load_n(&t->dropped, __ATOMIC_RELAXED));
+          n, __atomic_load_n(&t->dropped, __ATOMIC_RELAXED), (gint64) t->origin_ns);
   fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"%s\"}}",
           HOST_PID, t->process);
   fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"%s\"}}",

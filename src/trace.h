@@ -6,7 +6,9 @@
  * Recording is lock-free into a buffer of fixed size chosen at open, so a
  * span costs two clock reads and an atomic add, and memory stays bounded:
  * once full, further spans are counted and dropped (the file says how
- * many). The JSON is written at close, off the streaming path. */
+ * many). The JSON is written at close, off the streaming path; its
+ * otherData.origin_ns is its time 0 on the monotonic clock, to line it up
+ * with other processes' times (tools/network-breakdown.py). */
 #ifndef PP_TRACE_H
 #define PP_TRACE_H
 

@@ -15,15 +15,23 @@
  * - --latency NAME: for each buffer reaching element NAME's sink pad, the
  *   pipeline's running time now minus the buffer's running time (its PTS in
  *   its segment); with a live source in the same pipeline, the frame's
- *   whole round trip. p50/p99/max printed at the end.
+ *   whole round trip. p50/p99/max printed at the end, without the first
+ *   --warmup N buffers (0): a receiver configures on its first frame.
+ * - --latency-log FILE: with --latency, one line per buffer: its index,
+ *   and when it was made (base time + its running time) and when it came
+ *   back, in ns of the host's monotonic clock, the clock of cudamlp's
+ *   PINGPONG_TRACE (its "origin_ns"), so tools/network-breakdown.py can
+ *   split a frame's round trip at the receiver's cudamlp.
  * - --count NAME: buffers reaching NAME's sink pad, printed at the end.
  * - --wait-client NAME: PLAYING only once a client has connected to NAME
  *   (a tcpserversink, which drops what it gets while it has none), so a
  *   stream loses nothing while the receiver starts.
  *
  *   pingpong-launch [--net NAME] [--idle-timeout S] [--mark-end NAME]
- *                   [--latency NAME] [--count NAME] PIPELINE-DESCRIPTION...
+ *                   [--latency NAME [--warmup N] [--latency-log FILE]] [--count NAME]
+ *                   PIPELINE-DESCRIPTION...
  * Exit status: 0 at EOS, 1 on an error (printed), 2 on bad arguments. */
+#include <errno.h>
 #include <glib-unix.h>
 #include <gst/gst.h>
 #include <signal.h>
@@ -44,6 +52,8 @@ typedef struct {
   guint idle_timeout_s;
   /* --latency */
   GArray *latencies_us;
+  FILE *latency_log;
+  guint64 warmup;
   GMutex lock;
   guint64 counted;
 } launch;
@@ -135,10 +145,16 @@ on_result(GstPad *pad, GstPadProbeInfo *info, gpointer data)
     gst_event_parse_segment(seg_event, &segment);
     const GstClockTime pts =
         gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buf));
-    const GstClockTime now = gst_clock_get_time(clock) - gst_element_get_base_time(l->pipeline);
+    const GstClockTime base = gst_element_get_base_time(l->pipeline);
+    const GstClockTime now = gst_clock_get_time(clock) - base;
     if (GST_CLOCK_TIME_IS_VALID(pts)) {
       const double us = ((gint64) now - (gint64) pts) / 1000.0;
-      g_array_append_val(l->latencies_us, us);
+      if (l->counted > l->warmup)
+        g_array_append_val(l->latencies_us, us);
+      if (l->latency_log)
+        fprintf(l->latency_log,
+                "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "\n",
+                l->counted - 1, base + pts, base + now);
     }
   }
   gst_clear_object(&clock);
@@ -265,11 +281,35 @@ watch_sink(launch *l, const char *name, GstPadProbeType type, GstPadProbeCallbac
   return ok;
 }
 
+/* The log's times are the pipeline clock's, which are the monotonic clock's
+ * only for GStreamer's system clock of that type: the default, unless an
+ * element provides a clock (none of the network pipelines' do). */
+static gboolean
+open_latency_log(launch *l, const char *path)
+{
+  GstClock *clock = gst_system_clock_obtain();
+  GstClockType type = GST_CLOCK_TYPE_REALTIME;
+  g_object_get(clock, "clock-type", &type, NULL);
+  const gboolean usable = type == GST_CLOCK_TYPE_MONOTONIC && GST_IS_PIPELINE(l->pipeline);
+  if (usable)
+    gst_pipeline_use_clock(GST_PIPELINE(l->pipeline), clock);
+  gst_object_unref(clock);
+  if (!usable) {
+    fprintf(stderr, "--latency-log: the pipeline's clock is not the monotonic one\n");
+    return FALSE;
+  }
+  l->latency_log = fopen(path, "w");
+  if (!l->latency_log)
+    fprintf(stderr, "--latency-log: cannot write %s: %s\n", path, g_strerror(errno));
+  return l->latency_log != NULL;
+}
+
 int
 main(int argc, char **argv)
 {
-  gchar *net = NULL, *latency = NULL, *count = NULL, *mark_end = NULL, *wait_client = NULL;
-  gint idle = 10;
+  gchar *net = NULL, *latency = NULL, *count = NULL, *mark_end = NULL, *wait_client = NULL,
+        *latency_log = NULL;
+  gint idle = 10, warmup = 0;
   GOptionEntry entries[] = {
     { "net", 0, 0, G_OPTION_ARG_STRING, &net,
       "the network source: its EOS before the in-band one, or silence, is an error", "NAME" },
@@ -282,6 +322,10 @@ main(int argc, char **argv)
       "go to PLAYING only once a client has connected to NAME (a tcpserversink)", "NAME" },
     { "latency", 0, 0, G_OPTION_ARG_STRING, &latency,
       "print the running-time latency of the buffers reaching NAME", "NAME" },
+    { "warmup", 0, 0, G_OPTION_ARG_INT, &warmup,
+      "leave the first N buffers out of the --latency percentiles (0)", "N" },
+    { "latency-log", 0, 0, G_OPTION_ARG_FILENAME, &latency_log,
+      "with --latency: each buffer's index, made and back, in ns of the monotonic clock", "FILE" },
     { "count", 0, 0, G_OPTION_ARG_STRING, &count, "print how many buffers reached NAME", "NAME" },
     { NULL },
   };
@@ -289,13 +333,13 @@ main(int argc, char **argv)
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_add_group(ctx, gst_init_get_option_group());
   GError *err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc < 2 || idle < 1) {
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc < 2 || idle < 1 || warmup < 0) {
     fprintf(stderr, "%s\n", err ? err->message : "give a pipeline description");
     return 2;
   }
   g_option_context_free(ctx);
 
-  launch l = { .idle_timeout_s = (guint) idle };
+  launch l = { .idle_timeout_s = (guint) idle, .warmup = (guint64) warmup };
   g_mutex_init(&l.lock);
   gchar *desc = g_strjoinv(" ", argv + 1);
   l.pipeline = gst_parse_launch(desc, &err);
@@ -306,6 +350,12 @@ main(int argc, char **argv)
   }
   if (latency)
     l.latencies_us = g_array_new(FALSE, FALSE, sizeof(double));
+  if (latency_log && !latency) {
+    fprintf(stderr, "--latency-log needs --latency\n");
+    return 2;
+  }
+  if (latency_log && !open_latency_log(&l, latency_log))
+    return 2;
   const GstPadProbeType buffers = GST_PAD_PROBE_TYPE_BUFFER;
   if ((net && !watch_net(&l, net)) || (latency && !watch_sink(&l, latency, buffers, on_result)) ||
       (count && !(latency && g_str_equal(count, latency)) &&
@@ -353,16 +403,20 @@ main(int argc, char **argv)
     printf("count %s: %" G_GUINT64_FORMAT "\n", count, l.counted);
   if (l.latencies_us && l.latencies_us->len) {
     g_array_sort(l.latencies_us, compare_doubles);
-    printf("latency %s: frames %u, p50 %.0f µs, p99 %.0f µs, max %.0f µs\n", latency,
-           l.latencies_us->len, percentile(l.latencies_us, 0.5), percentile(l.latencies_us, 0.99),
-           percentile(l.latencies_us, 1.0));
+    printf("latency %s: frames %u after %" G_GUINT64_FORMAT
+           ", p50 %.0f µs, p99 %.0f µs, max %.0f µs\n",
+           latency, l.latencies_us->len, l.warmup, percentile(l.latencies_us, 0.5),
+           percentile(l.latencies_us, 0.99), percentile(l.latencies_us, 1.0));
   }
   if (l.latencies_us)
     g_array_free(l.latencies_us, TRUE);
+  if (l.latency_log)
+    fclose(l.latency_log);
   gst_clear_object(&l.net);
   gst_object_unref(l.pipeline);
   g_main_loop_unref(l.loop);
   g_mutex_clear(&l.lock);
   g_free(net), g_free(latency), g_free(count), g_free(mark_end), g_free(wait_client);
+  g_free(latency_log);
   return l.status;
 }

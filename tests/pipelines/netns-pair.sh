@@ -26,6 +26,8 @@ netns_pair_up() {
   local ns
   for ns in "$cap" "$gpu"; do
     ip -n "$ns" link set lo up
+    # MTU=9000: jumbo frames, as a network that carries video may be set up.
+    [ -z "${MTU:-}" ] || ip -n "$ns" link set "v$ns" mtu "$MTU"
     ip -n "$ns" link set "v$ns" up
   done
   export CAPTURE_HOST=10.213.0.1
