@@ -38,10 +38,10 @@ ratios() { # one-device table, two-device table, label
     awk -v label="$3" '{ printf "%s %s: %.0f -> %.0f frames/s, x%.2f\n", label, $1, $2, $3, $3 / $2 }'
 }
 
-run one-gpu --devices 0 --slots 2,3
+run one-gpu --devices 0 --slots 2,3,4
 run two-gpus --devices 0,1 --slots 4,6,8
-run streams-one-gpu --devices 0 --streams "$streams" --slots 2,3
-run streams-two-gpus --devices 0,1 --streams "$streams" --slots 2,3
+run streams-one-gpu --devices 0 --streams "$streams" --slots 2,3,4
+run streams-two-gpus --devices 0,1 --streams "$streams" --slots 2,3,4
 echo "== 2 GPUs against 1 (best slot count each)"
 ratios one-gpu two-gpus "one stream"
 ratios streams-one-gpu streams-two-gpus "$streams streams"
