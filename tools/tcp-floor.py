@@ -61,7 +61,8 @@ if __name__ == "__main__":
     if len(sys.argv) < 4 or sys.argv[1] not in ("send", "recv"):
         sys.exit(__doc__)
     host, port = sys.argv[2], int(sys.argv[3])
-    frames, size, rate = (int(v) for v in (sys.argv[4:7] + ["300", "2073600", "30"][len(sys.argv[4:7]):]))
+    given = [int(v) for v in sys.argv[4:7]]
+    frames, size, rate = given + [300, 2073600, 30][len(given):]
     if sys.argv[1] == "send":
         send(host, port, frames, size, rate)
     else:
