@@ -95,9 +95,10 @@ struct cuda_backend {
   /* Frames from host memory in `chunks` chunks of chunk_rows samples
    * (chunks.c); 1: whole. chunk_offset[j]: chunk j's first byte. */
   unsigned chunks;
-  /* Or read in place: the kernel reads the pinned frame and writes the
-   * pinned result over the bus itself, no copies (zero-copy, small
-   * frames). Possible where registered host pointers are device pointers. */
+  /* Or read in place: the first layer's kernel reads the pinned frame
+   * and the last writes the pinned result over the bus itself, no copies
+   * (zero-copy, small frames). Possible where registered host pointers are
+   * device pointers. */
   bool zero_copy, host_pointers;
   uint32_t chunk_rows;
   size_t chunk_offset[PP_MAX_CHUNKS + 1];
@@ -234,11 +235,13 @@ int pp_gpu_mlp_run(cuda_backend *b, cuda_slot *s, pp_cuda_path force, cudaStream
  * that starts at a whole row of samples and has chunk_rows of them. */
 int pp_gpu_mlp_run_rows(cuda_backend *b, cuda_slot *s, pp_cuda_path force, cudaStream_t stream,
                         uint32_t row0, uint32_t n, char **msg);
-/* Whether the chosen kernels can read a frame in host memory and write
- * the results there (one whole-MLP kernel: fused or small). */
-bool pp_gpu_mlp_reads_in_place(const cuda_backend *b);
+/* Whether one kernel runs the whole MLP (fused or small). */
+bool pp_gpu_mlp_is_whole(const cuda_backend *b);
 /* The MLP of `frame` (pinned and mapped host memory, or the device) with
- * its results to `out` (likewise): zero-copy. */
+ * its results to `out` (likewise): zero-copy. A whole-MLP kernel reads
+ * the frame and writes the results; layer by layer, the first layer reads
+ * the frame (our GEMM, or the conversion before cuBLAS) and the last
+ * writes the results, the layers between on the device as ever. */
 int pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float *out,
                             cudaStream_t stream, char **msg);
 /* Layer i alone on the whole frame; where layer i reads its first n rows

@@ -30,7 +30,7 @@ cuda_path_name(pp_cuda_path path)
 typedef struct {
   uint32_t row0, n;
   pp_cuda_a x;      /* the frame from sample row0 on */
-  float *whole_out; /* where a whole-MLP kernel writes row0's results */
+  float *whole_out; /* where the last layer (or a whole-MLP kernel) writes row0's results */
 } rows_view;
 
 static rows_view
@@ -80,7 +80,9 @@ run_layer(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, pp_cuda
   const uint32_t n = v->n;
   const bool last = i + 1 == b->n_layers;
   const uint32_t ldc = last ? l->out : b->ldh;
-  float *out = (last ? s->d_out : s->d_h[i % 2]) + (size_t) v->row0 * ldc;
+  /* The last layer writes where the view's results go: the slot's, or the
+   * pinned result itself when the frame is read in place. */
+  float *out = last ? v->whole_out : s->d_h[i % 2] + (size_t) v->row0 * ldc;
   if (l->rowdot) {
     CUDA_CHECK(pp_cuda_rowdot(stream, s->d_h[(i - 1) % 2] + (size_t) v->row0 * b->ldh, n, l->in,
                               b->ldh, l->w, l->b, l->out, l->act, out));
@@ -164,7 +166,7 @@ pp_gpu_mlp_run_rows(cuda_backend *b, cuda_slot *s, pp_cuda_path force, cudaStrea
 }
 
 bool
-pp_gpu_mlp_reads_in_place(const cuda_backend *b)
+pp_gpu_mlp_is_whole(const cuda_backend *b)
 {
   return b->whole != PP_N_PATHS;
 }
