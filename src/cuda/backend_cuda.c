@@ -141,13 +141,14 @@ enqueue_completion(cuda_backend *b, cuda_slot *s, cudaStream_t stream, char **ms
 /* ---- graphs -------------------------------------------------------------- */
 
 int
-cuda_capture(cuda_backend *b, cuda_slot *s, uint32_t row0, uint32_t n, cudaGraphExec_t *exec,
-             char **msg)
+cuda_capture(cuda_backend *b, cuda_slot *s, cuda_graph_part part, cudaGraphExec_t *exec, char **msg)
 {
   cudaGraph_t graph = NULL;
   CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
   char *reason = NULL;
-  const int rc = pp_gpu_mlp_run_rows(b, s, PP_N_PATHS, s->stream, row0, n, &reason);
+  const int rc = part.between
+                     ? pp_gpu_mlp_run_between(b, s, s->stream, &reason)
+                     : pp_gpu_mlp_run_rows(b, s, PP_N_PATHS, s->stream, part.row0, part.n, &reason);
   const cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
   if (rc < 0) {
     if (graph)

@@ -37,6 +37,9 @@ typedef struct {
   pp_cuda_a x;          /* reads this slot's frame */
   pp_cuda_a h[2];       /* reads d_h[0], d_h[1] */
   cudaGraphExec_t exec; /* the MLP's kernels */
+  /* Frames read in place, layer by layer: the kernels between the frame's
+   * reader and the last layer (gpu_mlp.c), or NULL. */
+  cudaGraphExec_t between_exec;
   /* A frame in chunks (chunks.c): the slot's stream copies in, these two
    * compute and copy out; ev_in[j] / ev_out[j] say chunk j has crossed /
    * been computed. */
@@ -162,8 +165,14 @@ cudaError_t cuda_bind_context(cuda_backend *b);
 int cuda_enqueue_frame(cuda_backend *b, cuda_slot *s, const void *src, const pp_job *job,
                        float *dst, char **msg);
 cudaStream_t cuda_last_stream(const cuda_backend *b, const cuda_slot *s, const void *src);
-/* Captures the MLP's kernels for samples [row0, row0 + n) of slot s. */
-int cuda_capture(cuda_backend *b, cuda_slot *s, uint32_t row0, uint32_t n, cudaGraphExec_t *exec,
+/* What cuda_capture records for slot s: the MLP's kernels for samples
+ * [row0, row0 + n), or with `between` those that run between reading a
+ * frame in place and writing its result (pp_gpu_mlp_run_between). */
+typedef struct {
+  uint32_t row0, n;
+  bool between;
+} cuda_graph_part;
+int cuda_capture(cuda_backend *b, cuda_slot *s, cuda_graph_part part, cudaGraphExec_t *exec,
                  char **msg);
 /* Whether finish has nothing to do for the slot's current frame. */
 bool cuda_slot_free(const cuda_slot *s);
@@ -237,6 +246,11 @@ int pp_gpu_mlp_run_rows(cuda_backend *b, cuda_slot *s, pp_cuda_path force, cudaS
                         uint32_t row0, uint32_t n, char **msg);
 /* Whether one kernel runs the whole MLP (fused or small). */
 bool pp_gpu_mlp_is_whole(const cuda_backend *b);
+/* Whether a frame read in place, layer by layer, has kernels between its
+ * reader and the last layer that a graph can hold (slot.between_exec),
+ * and those kernels, on the floats of the slot's conversion. */
+bool pp_gpu_mlp_has_between(const cuda_backend *b);
+int pp_gpu_mlp_run_between(cuda_backend *b, cuda_slot *s, cudaStream_t stream, char **msg);
 /* The MLP of `frame` (pinned and mapped host memory, or the device) with
  * its results to `out` (likewise): zero-copy. A whole-MLP kernel reads
  * the frame and writes the results; layer by layer, the first layer reads

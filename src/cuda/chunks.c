@@ -43,9 +43,12 @@ static const unsigned chunk_choices[] = { 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16 };
 #define LATENCY_PLANS_MAX_SLOTS 2
 /* Layer by layer, a frame read in place keeps the first layer's SMs
  * waiting on the bus for as long as a copy would take the copy engine
- * (seed: the conversion 28 µs in place against 24 + 7.5 by copy and on the
- * device, H100), so it is for the latency of small frames with few slots
- * only, where no other frame needs those SMs. */
+ * (seed: the conversion 28.7 µs in place against 23.5 + 8.0 by copy and on
+ * the device), which another slot's GEMM needs: seed saturated at 2 slots
+ * gave 11.0-11.7k frames/s in place against 14.3-15.0k by copy, for 6 µs
+ * less paced latency (H100, docs/PERFORMANCE.md). So it is for one slot
+ * only, where no other frame wants those SMs. */
+#define IN_PLACE_LAYERS_MAX_SLOTS 1
 
 /* Samples per row of samples: a chunk starts at a whole one. */
 static uint32_t
@@ -100,7 +103,8 @@ capture_chunk_graphs(cuda_backend *b, cuda_slot *s, char **msg)
   if (!b->use_graphs)
     return 0;
   for (unsigned j = 0; j < b->chunks; j++) {
-    const int rc = cuda_capture(b, s, j * b->chunk_rows, b->chunk_rows, &s->chunk_exec[j], msg);
+    const cuda_graph_part chunk = { j * b->chunk_rows, b->chunk_rows, false };
+    const int rc = cuda_capture(b, s, chunk, &s->chunk_exec[j], msg);
     if (rc < 0)
       return rc;
   }
@@ -200,10 +204,11 @@ static bool
 zero_copy_worth_trying(const cuda_backend *b)
 {
   const bool small = b->layout.frame_bytes <= ZERO_COPY_MAX_BYTES;
-  const bool few_slots = b->n_slots <= LATENCY_PLANS_MAX_SLOTS;
   if (!b->host_pointers)
     return false;
-  return pp_gpu_mlp_is_whole(b) ? small || few_slots : small && few_slots;
+  if (pp_gpu_mlp_is_whole(b))
+    return small || b->n_slots <= LATENCY_PLANS_MAX_SLOTS;
+  return small && b->n_slots <= IN_PLACE_LAYERS_MAX_SLOTS;
 }
 
 /* PINGPONG_CUDA_ZERO_COPY=0|1. */

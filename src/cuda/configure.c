@@ -13,7 +13,9 @@ drop_graph(cuda_slot *s)
 {
   if (s->exec)
     cudaGraphExecDestroy(s->exec);
-  s->exec = NULL;
+  if (s->between_exec)
+    cudaGraphExecDestroy(s->between_exec);
+  s->exec = s->between_exec = NULL;
 }
 
 static void
@@ -175,14 +177,19 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   if ((rc = cuda_anchor_clock(b, msg)) < 0)
     goto fail;
 
-  /* Each slot's kernels as a graph; a failed capture leaves the slot on
-   * direct launches, which do the same work. */
+  /* Each slot's kernels as a graph (and, layer by layer, those a frame
+   * read in place runs between its reader and its last layer); a failed
+   * capture leaves the slot on direct launches, which do the same work. */
   const bool graphs = b->use_graphs;
+  const cuda_graph_part whole = { 0, b->layout.n, false }, between = { 0, 0, true };
   for (unsigned i = 0; i < n_slots && graphs; i++) {
+    cuda_slot *s = &b->slots[i];
     char *why = NULL;
-    if (cuda_capture(b, &b->slots[i], 0, b->layout.n, &b->slots[i].exec, &why) < 0) {
+    if (cuda_capture(b, s, whole, &s->exec, &why) < 0 ||
+        (pp_gpu_mlp_has_between(b) && cuda_capture(b, s, between, &s->between_exec, &why) < 0)) {
       g_warning("slot %u runs without a CUDA graph: %s", i, why);
       g_free(why);
+      drop_graph(s);
     }
   }
   if ((rc = cuda_plan_frames(b, msg)) < 0)

@@ -31,12 +31,13 @@ typedef struct {
   uint32_t row0, n;
   pp_cuda_a x;      /* the frame from sample row0 on */
   float *whole_out; /* where the last layer (or a whole-MLP kernel) writes row0's results */
+  bool converted;   /* the frame's bytes are in d_x as floats already */
 } rows_view;
 
 static rows_view
 view_rows(const cuda_backend *b, const cuda_slot *s, uint32_t row0, uint32_t n)
 {
-  rows_view v = { row0, n, s->x, s->d_out + (size_t) row0 * b->o };
+  rows_view v = { row0, n, s->x, s->d_out + (size_t) row0 * b->o, false };
   /* Chunks start at a whole row of samples (chunks.c), so sample row0's
    * origin is that row's first byte and the others follow from it. */
   if (v.x.kind == PP_A_F32)
@@ -59,7 +60,8 @@ float_input(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, cudaS
   *x = v->x.data;
   if (s->x.kind != PP_A_F32) {
     float *dst = s->d_x + (size_t) v->row0 * b->layout.k;
-    CUDA_CHECK(pp_cuda_convert(stream, &v->x, v->n, b->layout.k, dst, b->layout.k));
+    if (!v->converted)
+      CUDA_CHECK(pp_cuda_convert(stream, &v->x, v->n, b->layout.k, dst, b->layout.k));
     *x = dst;
   }
   return 0;
@@ -171,6 +173,64 @@ pp_gpu_mlp_is_whole(const cuda_backend *b)
   return b->whole != PP_N_PATHS;
 }
 
+/* ---- in place, layer by layer ---------------------------------------------- */
+
+/* Whether layer 0 reads the frame only through the conversion to floats
+ * (cuBLAS on bytes), its GEMM then reading the slot's floats. */
+static bool
+converts_first(const cuda_backend *b, const cuda_slot *s)
+{
+  return b->layers[0].path == PP_PATH_CUBLAS && s->x.kind != PP_A_F32;
+}
+
+bool
+pp_gpu_mlp_has_between(const cuda_backend *b)
+{
+  if (pp_gpu_mlp_is_whole(b) || b->n_layers < 2)
+    return false;
+  return converts_first(b, &b->slots[0]) || b->n_layers > 2;
+}
+
+/* Layer 0's GEMM on the converted floats (when it converts first), then
+ * every layer but the first and the last. */
+int
+pp_gpu_mlp_run_between(cuda_backend *b, cuda_slot *s, cudaStream_t stream, char **msg)
+{
+  rows_view v = view_rows(b, s, 0, b->layout.n);
+  v.converted = true;
+  const unsigned from = converts_first(b, s) ? 0 : 1;
+  for (unsigned i = from; i + 1 < b->n_layers; i++) {
+    const int rc = run_layer(b, s, &v, i, b->layers[i].path, stream, msg);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* A frame read in place, layer by layer, in three parts: the frame's reader
+ * (the conversion, or layer 0 itself), the slot's graph of what runs
+ * between, the last layer into the result. Each direct cuBLASLt call costs
+ * the submitting thread tens of µs (seed in place with every kernel
+ * launched directly: submit 58-67 µs a frame against 27 through copies
+ * and the slot's graph; H100), so cuBLAS stays in the graph. */
+static int
+run_in_place_layers(cuda_backend *b, cuda_slot *s, const rows_view *v, cudaStream_t stream,
+                    char **msg)
+{
+  const unsigned last = b->n_layers - 1;
+  int rc;
+  if (converts_first(b, s)) {
+    const float *x = NULL;
+    rc = float_input(b, s, v, 0, stream, &x, msg);
+  } else {
+    rc = run_layer(b, s, v, 0, b->layers[0].path, stream, msg);
+  }
+  if (rc < 0)
+    return rc;
+  CUDA_CHECK(cudaGraphLaunch(s->between_exec, stream));
+  return run_layer(b, s, v, last, b->layers[last].path, stream, msg);
+}
+
 int
 pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float *out,
                         cudaStream_t stream, char **msg)
@@ -178,6 +238,8 @@ pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float 
   rows_view v = view_rows(b, s, 0, b->layout.n);
   v.x.data = frame;
   v.whole_out = out;
+  if (s->between_exec)
+    return run_in_place_layers(b, s, &v, stream, msg);
   return run_view(b, s, &v, PP_N_PATHS, stream, msg);
 }
 
