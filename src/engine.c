@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <string.h>
 
+#include "arrivals.h"
 #include "trace.h"
 
 typedef enum {
@@ -32,6 +33,9 @@ typedef struct {
   /* The producer is still inside the backend's submit: the frame is not
    * ready to pop, even if the backend already reported it done. */
   bool submitting;
+  /* Queued for the consumer to submit itself (pp_engine_submit), which it
+   * has not yet: submitting stays true until it has. */
+  bool deferred;
 } ticket;
 
 typedef struct {
@@ -61,6 +65,16 @@ struct pp_engine {
   GQueue order; /* tickets and markers in submission order */
   uint64_t next_seq;
   bool flushing;
+  /* The consumer's early wake-up for paced frames (await_paced_frame):
+   * when the next is due, and a count bumped (atomically, under the lock)
+   * each time a frame, marker or flush is announced on item_ready, which
+   * a consumer watching without the lock reads. */
+  pp_arrivals arrivals;
+  unsigned announced;
+  bool prewake;       /* PINGPONG_PREWAKE is not "0" */
+  bool watching;      /* the consumer watches for a frame awake, lock released */
+  unsigned deferring; /* frames queued for the consumer to submit, not yet submitted */
+  uint64_t consumer_submits;
   pp_stats_recorder stats;
   pp_slot_stats slot_stats[PP_MAX_SLOTS];
   pp_trace *trace;
@@ -102,6 +116,9 @@ pp_engine_new(pp_backend *backend, pp_discard_fn discard, void *owner)
   e->backend = backend;
   e->discard = discard;
   e->owner = owner;
+  /* PINGPONG_PREWAKE=0: the consumer never waits awake for a paced frame
+   * (await_paced_frame), for hosts where no core may spin at all. */
+  e->prewake = g_strcmp0(g_getenv("PINGPONG_PREWAKE"), "0") != 0;
   backend->complete = on_complete;
   backend->complete_data = e;
   g_queue_init(&e->order);
@@ -211,6 +228,54 @@ pp_engine_acquire(pp_engine *e, unsigned *index)
   return 0;
 }
 
+/* Hands ticket t's frame to the backend and records the outcome: called
+ * without the lock, by the producer or, for a deferred frame, by the
+ * consumer. A frame the backend refuses is taken back out as if never
+ * submitted when the producer submits it (it gets the error); when the
+ * consumer does, it stays queued as a failed frame, as the producer has
+ * long returned. */
+static int
+submit_to_backend(pp_engine *e, ticket *t, bool by_producer, char **msg)
+{
+  const unsigned s = t->slot;
+  const int rc = e->backend->ops->submit(e->backend, s, &t->job, msg);
+  const int64_t submitted = pp_now_ns();
+  pp_trace_host(e->trace, "submit", t->host.submit, submitted, (int64_t) t->seq);
+  g_mutex_lock(&e->lock);
+  t->host.submitted = submitted;
+  __atomic_store_n(&t->submitting, false, __ATOMIC_RELEASE);
+  if (t->state == TICKET_DONE) {
+    /* A completion that beat us here keeps its time, but not before submit. */
+    if (t->host.completed < submitted)
+      t->host.completed = submitted;
+    g_cond_broadcast(&e->item_ready);
+  } else if (e->backend->ops->wait) {
+    /* A consumer that waits on the backend itself may now. */
+    g_cond_broadcast(&e->item_ready);
+  }
+  if (rc < 0 && by_producer) {
+    /* Never accepted: take it back out, as if it had not been submitted. The
+     * backend has made sure nothing of it is still running. */
+    g_queue_unlink(&e->order, &t->entry.link);
+    t->state = TICKET_FREE;
+    t->user = NULL;
+    e->slots[s].busy = false;
+    e->next_seq--;
+    g_cond_broadcast(&e->slot_freed);
+    g_cond_broadcast(&e->went_idle);
+  } else if (rc < 0) {
+    t->state = TICKET_DONE;
+    t->status = rc;
+    g_strlcpy(t->message, *msg ? *msg : g_strerror(-rc), sizeof t->message);
+    g_clear_pointer(msg, g_free);
+    t->host.completed = submitted;
+    e->slots[s].busy = false;
+    g_cond_broadcast(&e->slot_freed);
+  }
+  g_mutex_unlock(&e->lock);
+  return rc;
+}
+
 int
 pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, char **msg)
 {
@@ -233,46 +298,31 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
   t->user = user;
   t->status = 0;
   t->host = (pp_frame_times){ .submit = pp_now_ns() };
+  pp_arrivals_note(&e->arrivals, t->host.submit);
   t->seq = e->next_seq;
   /* Atomic: a consumer spins on it without the lock (pop). */
   __atomic_store_n(&t->submitting, true, __ATOMIC_RELEASE);
+  /* A consumer watching for this frame awake submits it itself: its calls
+   * into the backend run warm, where this thread's, asleep since the last
+   * frame, run cold (a launch and an event record after 33 ms asleep:
+   * 54 µs, after a warm-up on the same thread 7; tools/cuda-api-cost).
+   * Frames behind one left to the consumer are left to it too, so the
+   * backend sees them in order. */
+  t->deferred = e->deferring > 0 || (e->watching && g_queue_is_empty(&e->order));
+  e->deferring += t->deferred;
   e->slots[s] = (slot){ .busy = true, .ticket = index };
   e->next_seq++;
   g_queue_push_tail_link(&e->order, &t->entry.link);
   /* A consumer asleep on an empty queue now waits with a deadline (poll). */
+  __atomic_add_fetch(&e->announced, 1, __ATOMIC_RELEASE);
   g_cond_signal(&e->item_ready);
+  const bool deferred = t->deferred;
   g_mutex_unlock(&e->lock);
-
+  if (deferred)
+    return 0;
   /* Outside the lock: the backend may complete (and call on_complete) before
    * submit returns. */
-  const int rc = e->backend->ops->submit(e->backend, s, &t->job, msg);
-  const int64_t submitted = pp_now_ns();
-  pp_trace_host(e->trace, "submit", t->host.submit, submitted, (int64_t) t->seq);
-  g_mutex_lock(&e->lock);
-  t->host.submitted = submitted;
-  __atomic_store_n(&t->submitting, false, __ATOMIC_RELEASE);
-  if (t->state == TICKET_DONE) {
-    /* A completion that beat us here keeps its time, but not before submit. */
-    if (t->host.completed < submitted)
-      t->host.completed = submitted;
-    g_cond_broadcast(&e->item_ready);
-  } else if (e->backend->ops->wait) {
-    /* A consumer that waits on the backend itself may now. */
-    g_cond_broadcast(&e->item_ready);
-  }
-  if (rc < 0) {
-    /* Never accepted: take it back out, as if it had not been submitted. The
-     * backend has made sure nothing of it is still running. */
-    g_queue_unlink(&e->order, &t->entry.link);
-    t->state = TICKET_FREE;
-    t->user = NULL;
-    e->slots[s].busy = false;
-    e->next_seq--;
-    g_cond_broadcast(&e->slot_freed);
-    g_cond_broadcast(&e->went_idle);
-  }
-  g_mutex_unlock(&e->lock);
-  return rc;
+  return submit_to_backend(e, t, true, msg);
 }
 
 int
@@ -288,6 +338,7 @@ pp_engine_push_marker(pp_engine *e, void *marker)
   m->entry.link.data = &m->entry;
   m->marker = marker;
   g_queue_push_tail_link(&e->order, &m->entry.link);
+  __atomic_add_fetch(&e->announced, 1, __ATOMIC_RELEASE);
   g_cond_broadcast(&e->item_ready);
   g_mutex_unlock(&e->lock);
   return 0;
@@ -353,6 +404,73 @@ spin_while_submitting(pp_engine *e, ticket *t)
   g_mutex_lock(&e->lock);
 }
 
+/* A paced frame's consumer is woken this long before the frame is due
+ * (a millisecond's sleep overshoots by 20-50 µs on a VM's timer), and
+ * watches for it awake until this long after. Per frame that is about
+ * 100 µs of a core at most, spent only when frames come at a steady pace
+ * of 0.2-100 ms (arrivals.c): 10% of a core at 1 kHz, 0.3% at 30 fps. */
+#define PREWAKE_LEAD_NS (100 * 1000)
+#define PREWAKE_GRACE_NS (100 * 1000)
+
+/* The consumer, its queue empty, of a backend that reports on the
+ * consumer's thread (completion=consumer): when frames come at a steady
+ * pace, sleeps until PREWAKE_LEAD_NS before the next is due (woken sooner
+ * by anything announced), then watches for it awake until
+ * PREWAKE_GRACE_NS after it was due, so the frame finds the consumer
+ * running instead of asleep: a thread that slept a millisecond takes tens
+ * of µs to wake on a VM, which a paced frame otherwise waits on after its
+ * GPU work is done. Returns false, having done nothing, when no frame is
+ * due soon. Called and returns with the lock held. */
+static bool
+await_paced_frame(pp_engine *e)
+{
+  if (!e->prewake)
+    return false;
+  const int64_t due = pp_arrivals_next_due(&e->arrivals);
+  const int64_t now = pp_now_ns();
+  if (!due || now > due + PREWAKE_GRACE_NS)
+    return false;
+  if (now < due - PREWAKE_LEAD_NS) {
+    g_cond_wait_until(&e->item_ready, &e->lock, (due - PREWAKE_LEAD_NS) / 1000);
+    return true;
+  }
+  const unsigned seen = __atomic_load_n(&e->announced, __ATOMIC_ACQUIRE);
+  e->watching = true;
+  g_mutex_unlock(&e->lock);
+  while (__atomic_load_n(&e->announced, __ATOMIC_ACQUIRE) == seen &&
+         pp_now_ns() <= due + PREWAKE_GRACE_NS)
+    ;
+  g_mutex_lock(&e->lock);
+  e->watching = false;
+  return true;
+}
+
+/* Submits the frames left to the consumer (pp_engine_submit), the first
+ * at `from` and those queued behind it, in order. Called and returns with
+ * the lock held. */
+static void
+submit_deferred_locked(pp_engine *e, GList *from)
+{
+  for (GList *l = from; l; l = l->next) {
+    entry *en = l->data;
+    ticket *t = (ticket *) en;
+    if (en->is_marker)
+      continue;
+    if (!t->deferred)
+      break;
+    t->deferred = false;
+    e->deferring--;
+    e->consumer_submits++;
+    g_mutex_unlock(&e->lock);
+    char *msg = NULL;
+    submit_to_backend(e, t, false, &msg);
+    g_free(msg);
+    g_mutex_lock(&e->lock);
+    if (e->flushing)
+      break;
+  }
+}
+
 int
 pp_engine_pop(pp_engine *e, pp_item *item)
 {
@@ -377,6 +495,10 @@ pp_engine_pop(pp_engine *e, pp_item *item)
     ticket *t = (ticket *) first;
     if (t && t->state == TICKET_DONE && !t->submitting)
       break;
+    if (t && t->deferred) {
+      submit_deferred_locked(e, head);
+      continue;
+    }
     if (t && t->state == TICKET_BUSY && t->submitting && e->backend->ops->wait && !spun) {
       /* Woken as the frame was queued, the consumer waits out its submit
        * call (tens of µs) awake: sleeping again would cost another wake-up
@@ -397,6 +519,8 @@ pp_engine_pop(pp_engine *e, pp_item *item)
         poll_overdue_locked(e, t);
       continue;
     }
+    if (!t && e->backend->ops->wait && await_paced_frame(e))
+      continue;
     if (!t || !e->backend->ops->poll) {
       g_cond_wait(&e->item_ready, &e->lock);
       continue;
@@ -459,6 +583,7 @@ pp_engine_set_flushing(pp_engine *e, bool flushing)
 {
   g_mutex_lock(&e->lock);
   e->flushing = flushing;
+  __atomic_add_fetch(&e->announced, 1, __ATOMIC_RELEASE);
   g_cond_broadcast(&e->slot_freed);
   g_cond_broadcast(&e->item_ready);
   g_cond_broadcast(&e->went_idle);
@@ -472,6 +597,15 @@ pp_engine_flush(pp_engine *e)
     e->backend->ops->sync(e->backend);
 
   g_mutex_lock(&e->lock);
+  /* A frame left for the consumer to submit never reached the backend. */
+  for (unsigned i = 0; i < e->n_tickets; i++) {
+    ticket *t = &e->tickets[i];
+    if (t->state == TICKET_BUSY && t->deferred) {
+      t->deferred = t->submitting = false;
+      t->state = TICKET_DONE;
+    }
+  }
+  e->deferring = 0;
   /* sync returns once the work is done; wait for the completions too. */
   for (unsigned i = 0; i < e->n_tickets; i++)
     while (e->tickets[i].state == TICKET_BUSY)
@@ -509,6 +643,7 @@ pp_engine_get_stats(pp_engine *e, pp_stats *stats)
 {
   g_mutex_lock(&e->lock);
   pp_stats_summarize(&e->stats, stats);
+  stats->consumer_submits = e->consumer_submits;
   g_mutex_unlock(&e->lock);
   stats->staged_inputs = __atomic_load_n(&e->backend->staged_inputs, __ATOMIC_RELAXED);
   stats->device_inputs = __atomic_load_n(&e->backend->device_inputs, __ATOMIC_RELAXED);

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "frame.h"
 #include "fake_backend.h"
+#include "stats.h"
 #include "testutil.h"
 
 static uint64_t seed;
@@ -321,6 +322,120 @@ test_flush_discards_in_flight(void **state)
   flush_discards_in_flight(true);
 }
 
+/* ---- a paced stream ------------------------------------------------------- */
+
+typedef struct {
+  rig *r;
+  unsigned first, frames;
+  gulong interval_us;
+  unsigned burst; /* then this many more at once */
+  bool fail_last; /* the backend refuses the last of the burst */
+  int last_rc;    /* what submitting it returned */
+} paced_args;
+
+/* Frames at a steady pace, each at its own time on the clock (waited for
+ * awake: a sleep's overshoot on a loaded machine would break the pace). */
+static gpointer
+paced_producer(gpointer data)
+{
+  paced_args *a = data;
+  const unsigned end = a->first + a->frames + a->burst;
+  int64_t at = pp_now_ns();
+  for (unsigned seq = a->first; seq < end; seq++) {
+    while (pp_now_ns() < at)
+      ;
+    if (a->fail_last && seq + 1 == end) {
+      g_mutex_lock(&a->r->fake->lock);
+      a->r->fake->fail_submits = 1;
+      g_mutex_unlock(&a->r->fake->lock);
+    }
+    a->last_rc = submit_frame(a->r, seq);
+    if (!(a->fail_last && seq + 1 == end))
+      assert_int_equal(a->last_rc, 0);
+    if (seq < a->first + a->frames)
+      at += (int64_t) a->interval_us * 1000;
+  }
+  return NULL;
+}
+
+static uint64_t
+consumer_submits(rig *r)
+{
+  pp_stats stats;
+  pp_engine_get_stats(r->engine, &stats);
+  return stats.consumer_submits;
+}
+
+/* Frames at a steady 1 ms to a consumer that reports them itself, which
+ * then sleeps until just before each is due, watches for it awake and
+ * submits it itself (engine.c, await_paced_frame): every frame still comes
+ * out in order, with its own result; a flush while it watches for a frame
+ * that never comes ends its pop; frames late by more than the watch come
+ * out too; frames at once after the pace reach the backend in order,
+ * whichever thread submits them; a frame the backend refuses either gives
+ * its producer the error or comes out failed, and the next flows. */
+static void
+test_paced_consumer(void **state)
+{
+  (void) state;
+  rig *r = rig_new_reporting(2, false, true);
+  paced_args a = { r, 0, 100, 1000, 0, false, 0 };
+  GThread *p = g_thread_new("paced", paced_producer, &a);
+  for (unsigned seq = 0; seq < 100; seq++)
+    expect_frame(r, seq);
+  g_thread_join(p);
+  assert_true(consumer_submits(r) > 0);
+
+  blocked_call popper = { r, 0, 0, 0 };
+  GThread *q = g_thread_new("pop", pop_in_thread, &popper);
+  assert_true(still_blocked(&popper));
+  pp_engine_set_flushing(r->engine, true);
+  g_thread_join(q);
+  assert_int_equal(popper.rc, -ECANCELED);
+  pp_engine_flush(r->engine);
+  pp_engine_set_flushing(r->engine, false);
+
+  paced_args late = { r, 100, 5, 3000, 0, false, 0 };
+  p = g_thread_new("late", paced_producer, &late);
+  for (unsigned seq = 100; seq < 105; seq++)
+    expect_frame(r, seq);
+  g_thread_join(p);
+
+  paced_args burst = { r, 200, 30, 1000, 2, false, 0 };
+  p = g_thread_new("burst", paced_producer, &burst);
+  for (unsigned seq = 200; seq < 232; seq++)
+    expect_frame(r, seq);
+  g_thread_join(p);
+  for (guint i = 1; i < r->fake->inputs->len; i++)
+    assert_true(g_array_index(r->fake->inputs, float, i) >
+                g_array_index(r->fake->inputs, float, i - 1));
+
+  paced_args refused = { r, 300, 30, 1000, 1, true, 0 };
+  p = g_thread_new("refused", paced_producer, &refused);
+  for (unsigned seq = 300; seq < 330; seq++)
+    expect_frame(r, seq);
+  g_thread_join(p);
+  if (refused.last_rc == 0)
+    fake_expect_frame(r->engine, &r->frames, 330, -EIO);
+  else
+    assert_int_equal(refused.last_rc, -EIO);
+  assert_int_equal(submit_frame(r, 331), 0);
+  expect_frame(r, 331);
+  rig_free(r);
+
+  /* PINGPONG_PREWAKE=0: the producer submits every frame. */
+  g_setenv("PINGPONG_PREWAKE", "0", TRUE);
+  r = rig_new_reporting(2, false, true);
+  g_unsetenv("PINGPONG_PREWAKE");
+  paced_args off = { r, 0, 30, 1000, 0, false, 0 };
+  p = g_thread_new("paced", paced_producer, &off);
+  for (unsigned seq = 0; seq < 30; seq++)
+    expect_frame(r, seq);
+  g_thread_join(p);
+  assert_int_equal(consumer_submits(r), 0);
+  rig_free(r);
+}
+
 static void
 test_teardown_with_frames_in_flight(void **state)
 {
@@ -476,6 +591,7 @@ main(void)
     cmocka_unit_test(test_drain_waits_for_every_result),
     cmocka_unit_test(test_flush_discards_in_flight),
     cmocka_unit_test(test_teardown_with_frames_in_flight),
+    cmocka_unit_test(test_paced_consumer),
     cmocka_unit_test(test_failures),
     cmocka_unit_test(test_cpu_backend_results),
     cmocka_unit_test(test_completion_auto),
