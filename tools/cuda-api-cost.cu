@@ -7,11 +7,14 @@
  * Host memory is anonymous memory pinned with cudaHostRegister, as the
  * element's pool allocates it, and cudaHostAlloc memory for comparison. */
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+
+#include <thread>
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -295,6 +298,66 @@ main(int argc, char **argv)
       printf("| after %s %d µs: round trip to the event seen done, p50 / p90 | %.2f / %.2f |\n",
              sleeping ? "sleeping" : "spinning", idle_us, trip[100], trip[180]);
     }
+  }
+  /* A camera's frame: everything idle for 33 ms (30 fps). Then the same
+   * with a warm-up 200 µs before the frame (an empty kernel, its event
+   * polled done), by the frame's thread or by another thread on a stream
+   * of its own: whether what a long idle costs is the thread's or the
+   * GPU's and the bus's, and whether waking them early buys it back. */
+  cudaStream_t side;
+  cudaEvent_t side_event;
+  CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  CHECK(cudaEventCreateWithFlags(&side_event, cudaEventDisableTiming));
+  auto warm_up = [](cudaStream_t on, cudaEvent_t ev) {
+    empty_kernel<<<1, 32, 0, on>>>();
+    cudaEventRecord(ev, on);
+    while (cudaEventQuery(ev) == cudaErrorNotReady)
+      ;
+  };
+  auto sleep_until = [](double t_us) {
+    const double left = t_us - now_us();
+    if (left > 0) {
+      const timespec pause = { (time_t) (left / 1e6), (long) (fmod(left, 1e6) * 1000) };
+      nanosleep(&pause, NULL);
+    }
+  };
+  static const char *const warmers[] = { "no warm-up", "warm-up by the same thread",
+                                         "warm-up by another thread" };
+  for (int warmer = 0; warmer < 3; warmer++) {
+    enum { FRAMES = 40 };
+    const double period_us = 33333, lead_us = 200;
+    double calls[FRAMES], trip[FRAMES];
+    for (int i = 0; i < FRAMES; i++) {
+      const double frame_at = now_us() + period_us;
+      std::thread helper;
+      if (warmer == 2)
+        helper = std::thread([&] {
+          cudaSetDevice(0);
+          sleep_until(frame_at - lead_us);
+          warm_up(side, side_event);
+        });
+      if (warmer == 1) {
+        sleep_until(frame_at - lead_us);
+        warm_up(stream, event);
+      }
+      sleep_until(frame_at);
+      const double t0 = now_us();
+      empty_kernel<<<1, 32, 0, stream>>>();
+      CHECK(cudaEventRecord(event, stream));
+      calls[i] = now_us() - t0;
+      while (cudaEventQuery(event) == cudaErrorNotReady)
+        ;
+      trip[i] = now_us() - t0;
+      if (helper.joinable())
+        helper.join();
+    }
+    qsort(calls, FRAMES, sizeof(double), compare_doubles);
+    qsort(trip, FRAMES, sizeof(double), compare_doubles);
+    printf("| after 33 ms idle, %s: kernel launch + event record, p50 / p90 | %.2f / %.2f |\n",
+           warmers[warmer], calls[FRAMES / 2], calls[FRAMES * 9 / 10]);
+    printf("| after 33 ms idle, %s: round trip to the event seen done, p50 / p90 | %.2f / %.2f "
+           "|\n",
+           warmers[warmer], trip[FRAMES / 2], trip[FRAMES * 9 / 10]);
   }
   return 0;
 }
