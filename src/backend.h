@@ -17,7 +17,7 @@
 #include "model.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 4
+#define PP_BACKEND_ABI 5
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -90,6 +90,10 @@ typedef struct {
    * `complete` before returning 0; -EAGAIN if it is still running. A frame
    * some other caller (sync) reported already also returns 0. */
   int (*wait)(pp_backend *b, unsigned slot, int64_t timeout_ns);
+  /* Optional: makes the calling thread's next calls into the backend run
+   * warm, a frame being due shortly; the engine's consumer calls it when it
+   * wakes to watch for a paced frame (engine.c). */
+  void (*warm)(pp_backend *b);
 } pp_backend_ops;
 
 struct pp_backend {

@@ -437,6 +437,8 @@ await_paced_frame(pp_engine *e)
   const unsigned seen = __atomic_load_n(&e->announced, __ATOMIC_ACQUIRE);
   e->watching = true;
   g_mutex_unlock(&e->lock);
+  if (e->backend->ops->warm)
+    e->backend->ops->warm(e->backend);
   while (__atomic_load_n(&e->announced, __ATOMIC_ACQUIRE) == seen &&
          pp_now_ns() <= due + PREWAKE_GRACE_NS)
     ;
@@ -459,13 +461,17 @@ submit_deferred_locked(pp_engine *e, GList *from)
     if (!t->deferred)
       break;
     t->deferred = false;
-    e->deferring--;
     e->consumer_submits++;
     g_mutex_unlock(&e->lock);
     char *msg = NULL;
     submit_to_backend(e, t, false, &msg);
     g_free(msg);
     g_mutex_lock(&e->lock);
+    /* Only now: a frame queued while this one was being submitted must be
+     * left to this thread too, or the backend could see it first. (A flush
+     * in between has zeroed the count.) */
+    if (e->deferring)
+      e->deferring--;
     if (e->flushing)
       break;
   }
