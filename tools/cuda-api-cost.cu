@@ -85,6 +85,20 @@ registered(size_t bytes)
   return p;
 }
 
+/* A frame's calls: one launch and one event record, timed (µs) as the calls
+ * alone and as the round trip until the event is seen done. */
+static void
+time_frame_calls(cudaStream_t stream, cudaEvent_t event, double *calls, double *trip)
+{
+  const double t0 = now_us();
+  empty_kernel<<<1, 32, 0, stream>>>();
+  CHECK(cudaEventRecord(event, stream));
+  *calls = now_us() - t0;
+  while (cudaEventQuery(event) == cudaErrorNotReady)
+    ;
+  *trip = now_us() - t0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -283,13 +297,7 @@ main(int argc, char **argv)
           while (now_us() < until)
             ;
         }
-        const double t0 = now_us();
-        empty_kernel<<<1, 32, 0, stream>>>();
-        CHECK(cudaEventRecord(event, stream));
-        calls[i] = now_us() - t0;
-        while (cudaEventQuery(event) == cudaErrorNotReady)
-          ;
-        trip[i] = now_us() - t0;
+        time_frame_calls(stream, event, &calls[i], &trip[i]);
       }
       qsort(calls, 200, sizeof(double), compare_doubles);
       qsort(trip, 200, sizeof(double), compare_doubles);
@@ -309,10 +317,8 @@ main(int argc, char **argv)
   CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
   CHECK(cudaEventCreateWithFlags(&side_event, cudaEventDisableTiming));
   auto warm_up = [](cudaStream_t on, cudaEvent_t ev) {
-    empty_kernel<<<1, 32, 0, on>>>();
-    cudaEventRecord(ev, on);
-    while (cudaEventQuery(ev) == cudaErrorNotReady)
-      ;
+    double calls, trip;
+    time_frame_calls(on, ev, &calls, &trip);
   };
   auto sleep_until = [](double t_us) {
     const double left = t_us - now_us();
@@ -341,13 +347,7 @@ main(int argc, char **argv)
         warm_up(stream, event);
       }
       sleep_until(frame_at);
-      const double t0 = now_us();
-      empty_kernel<<<1, 32, 0, stream>>>();
-      CHECK(cudaEventRecord(event, stream));
-      calls[i] = now_us() - t0;
-      while (cudaEventQuery(event) == cudaErrorNotReady)
-        ;
-      trip[i] = now_us() - t0;
+      time_frame_calls(stream, event, &calls[i], &trip[i]);
       if (helper.joinable())
         helper.join();
     }
