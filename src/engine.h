@@ -59,7 +59,10 @@ const char *pp_engine_backend_detail(pp_engine *e);
 /* Producer. acquire waits until the next slot in turn is free and a ticket
  * is available (the only place a producer blocks) and returns the ticket,
  * < PP_MAX_TICKETS; submit hands the frame to the slot. Both return
- * -ECANCELED while flushing. */
+ * -ECANCELED while flushing. A frame of a steady stream may be left to the
+ * consumer to hand to the backend (it is awake for it; engine.c): submit
+ * then returns 0 and a backend's refusal comes out of pop as a failed
+ * frame, as an error on the GPU does. */
 int pp_engine_acquire(pp_engine *e, unsigned *ticket);
 int pp_engine_submit(pp_engine *e, unsigned ticket, const pp_job *job, void *user, char **msg);
 int pp_engine_push_marker(pp_engine *e, void *marker);
