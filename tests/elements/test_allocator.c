@@ -15,6 +15,7 @@
 
 #include "gstpinnedallocator.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 static GstMemory *
 filled(GstAllocator *allocator, gsize size, guint8 value)
@@ -88,6 +89,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_spare_blocks),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "piperun.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 static uint64_t seed;
 /* The backend under test: "cpu" by default, "cuda" in the GPU suite. */
@@ -1010,6 +1011,5 @@ main(int argc, char **argv)
     cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   failed += count_live_objects();
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

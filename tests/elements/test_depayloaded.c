@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "gstfinish.h"
 
 static const char *backend_name = "cpu";
 
@@ -101,6 +102,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_gdpdepay_frames_in_our_memory),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "model.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 static uint64_t seed;
 static const char *backend_name = "cpu";
@@ -240,6 +241,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_property_reads_back),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

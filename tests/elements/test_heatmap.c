@@ -22,6 +22,7 @@
 #include "colormaps.h"
 #include "gstppscoresmeta.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 enum { W = 64, H = 32, PATCH = 16, DARK = 20, BRIGHT = 230 };
 
@@ -342,6 +343,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_frames_without_meta_pass_unchanged),
   };
   const int failed = cmocka_run_group_tests(tests, write_models, remove_models);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

@@ -18,6 +18,7 @@
 
 #include "piperun.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 enum { FRAMES = 40, SLOTS = 3 };
 /* CUDA: device times are put on the host's clock by an anchor taken when
@@ -169,6 +170,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_trace_of_a_run),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

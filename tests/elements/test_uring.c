@@ -15,6 +15,7 @@
 #include "model.h"
 #include "piperun.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 static uint64_t seed;
 static char *dir;
@@ -386,6 +387,5 @@ main(int argc, char **argv)
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
   g_rmdir(dir);
   g_free(dir);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

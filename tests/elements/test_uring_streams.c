@@ -17,6 +17,7 @@
 
 #include "piperun.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 #define SIZE 1000000
 
@@ -260,6 +261,5 @@ main(int argc, char **argv)
   g_rmdir(dir);
   g_free(dir);
   g_free(data);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }

@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "model.h"
 #include "testutil.h"
+#include "gstfinish.h"
 
 static uint64_t seed;
 static const char *backend_name = "cpu";
@@ -425,6 +426,5 @@ main(int argc, char **argv)
   if (g_getenv("PP_TEST_FILTER"))
     cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  gst_deinit();
-  return failed;
+  return test_gst_finish(failed);
 }
