@@ -1,6 +1,6 @@
 /* When a paced stream's next frame is due, from the intervals between the
  * frames before it. The engine's consumer sleeps until shortly before then
- * and waits for the frame awake (engine.c): a thread asleep for a
+ * and waits for the frame awake (engine_paced.c): a thread asleep for a
  * millisecond wakes tens of µs after it is signalled on a VM, which a
  * paced frame would otherwise wait on every time (docs/PERFORMANCE.md,
  * issue 9). No GStreamer, no threads: the engine holds its lock. */

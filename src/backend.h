@@ -92,7 +92,7 @@ typedef struct {
   int (*wait)(pp_backend *b, unsigned slot, int64_t timeout_ns);
   /* Optional: makes the calling thread's next calls into the backend run
    * warm, a frame being due shortly; the engine's consumer calls it when it
-   * wakes to watch for a paced frame (engine.c). */
+   * wakes to watch for a paced frame (engine_paced.c). */
   void (*warm)(pp_backend *b);
 } pp_backend_ops;
 

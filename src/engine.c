@@ -4,81 +4,8 @@
 #include <glib.h>
 #include <string.h>
 
-#include "arrivals.h"
+#include "engine_priv.h"
 #include "trace.h"
-
-typedef enum {
-  TICKET_FREE,   /* may take the next frame */
-  TICKET_BUSY,   /* submitted, backend working */
-  TICKET_DONE,   /* backend finished; waiting to be popped */
-  TICKET_POPPED, /* popped; its owner still reads per-ticket data until release */
-} ticket_state;
-
-/* Queue entries are tickets or markers; both start with this tag. */
-typedef struct {
-  bool is_marker;
-  GList link; /* link.data points back at the entry */
-} entry;
-
-typedef struct {
-  entry entry;
-  ticket_state state;
-  unsigned slot;
-  pp_job job;
-  void *user;
-  int status;
-  char message[256];
-  pp_frame_times host;
-  uint64_t seq;
-  /* The producer is still inside the backend's submit: the frame is not
-   * ready to pop, even if the backend already reported it done. */
-  bool submitting;
-  /* Queued for the consumer to submit itself (pp_engine_submit), which it
-   * has not yet: submitting stays true until it has. */
-  bool deferred;
-} ticket;
-
-typedef struct {
-  entry entry;
-  void *marker;
-} marker_entry;
-
-typedef struct {
-  bool busy;       /* the backend works on a frame, or holds its result for finish */
-  unsigned ticket; /* that frame's */
-} slot;
-
-struct pp_engine {
-  GMutex lock;
-  /* Three conditions, so a completion wakes those who wait for it and a
-   * release those who wait for that. */
-  GCond slot_freed; /* producer in acquire */
-  GCond item_ready; /* consumer in pop; flush waiting for the backend */
-  GCond went_idle;  /* drain */
-  pp_backend *backend;
-  pp_discard_fn discard;
-  void *owner;
-  unsigned n_slots, n_tickets;
-  bool configured;
-  slot slots[PP_MAX_SLOTS];
-  ticket tickets[PP_MAX_TICKETS];
-  GQueue order; /* tickets and markers in submission order */
-  uint64_t next_seq;
-  bool flushing;
-  /* The consumer's early wake-up for paced frames (await_paced_frame):
-   * when the next is due, and a count bumped (atomically, under the lock)
-   * each time a frame, marker or flush is announced on item_ready, which
-   * a consumer watching without the lock reads. */
-  pp_arrivals arrivals;
-  unsigned announced;
-  bool prewake;       /* PINGPONG_PREWAKE is not "0" */
-  bool watching;      /* the consumer watches for a frame awake, lock released */
-  unsigned deferring; /* frames queued for the consumer to submit, not yet submitted */
-  uint64_t consumer_submits;
-  pp_stats_recorder stats;
-  pp_slot_stats slot_stats[PP_MAX_SLOTS];
-  pp_trace *trace;
-};
 
 static void
 free_slot_locked(pp_engine *e, unsigned index)
@@ -117,7 +44,7 @@ pp_engine_new(pp_backend *backend, pp_discard_fn discard, void *owner)
   e->discard = discard;
   e->owner = owner;
   /* PINGPONG_PREWAKE=0: the consumer never waits awake for a paced frame
-   * (await_paced_frame), for hosts where no core may spin at all. */
+   * (engine_paced.c), for hosts where no core may spin at all. */
   e->prewake = g_strcmp0(g_getenv("PINGPONG_PREWAKE"), "0") != 0;
   backend->complete = on_complete;
   backend->complete_data = e;
@@ -228,14 +155,9 @@ pp_engine_acquire(pp_engine *e, unsigned *index)
   return 0;
 }
 
-/* Hands ticket t's frame to the backend and records the outcome: called
- * without the lock, by the producer or, for a deferred frame, by the
- * consumer. A frame the backend refuses is taken back out as if never
- * submitted when the producer submits it (it gets the error); when the
- * consumer does, it stays queued as a failed frame, as the producer has
- * long returned. */
-static int
-submit_to_backend(pp_engine *e, ticket *t, bool by_producer, char **msg)
+/* engine_priv.h says what this does. */
+int
+engine_submit_to_backend(pp_engine *e, ticket *t, bool by_producer, char **msg)
 {
   const unsigned s = t->slot;
   const int rc = e->backend->ops->submit(e->backend, s, &t->job, msg);
@@ -322,7 +244,7 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
     return 0;
   /* Outside the lock: the backend may complete (and call on_complete) before
    * submit returns. */
-  return submit_to_backend(e, t, true, msg);
+  return engine_submit_to_backend(e, t, true, msg);
 }
 
 int
@@ -404,79 +326,6 @@ spin_while_submitting(pp_engine *e, ticket *t)
   g_mutex_lock(&e->lock);
 }
 
-/* A paced frame's consumer is woken this long before the frame is due
- * (a millisecond's sleep overshoots by 20-50 µs on a VM's timer), and
- * watches for it awake until this long after. Per frame that is about
- * 100 µs of a core at most, spent only when frames come at a steady pace
- * of 0.2-100 ms (arrivals.c): 10% of a core at 1 kHz, 0.3% at 30 fps. */
-#define PREWAKE_LEAD_NS (100 * 1000)
-#define PREWAKE_GRACE_NS (100 * 1000)
-
-/* The consumer, its queue empty, of a backend that reports on the
- * consumer's thread (completion=consumer): when frames come at a steady
- * pace, sleeps until PREWAKE_LEAD_NS before the next is due (woken sooner
- * by anything announced), then watches for it awake until
- * PREWAKE_GRACE_NS after it was due, so the frame finds the consumer
- * running instead of asleep: a thread that slept a millisecond takes tens
- * of µs to wake on a VM, which a paced frame otherwise waits on after its
- * GPU work is done. Returns false, having done nothing, when no frame is
- * due soon. Called and returns with the lock held. */
-static bool
-await_paced_frame(pp_engine *e)
-{
-  if (!e->prewake)
-    return false;
-  const int64_t due = pp_arrivals_next_due(&e->arrivals);
-  const int64_t now = pp_now_ns();
-  if (!due || now > due + PREWAKE_GRACE_NS)
-    return false;
-  if (now < due - PREWAKE_LEAD_NS) {
-    g_cond_wait_until(&e->item_ready, &e->lock, (due - PREWAKE_LEAD_NS) / 1000);
-    return true;
-  }
-  const unsigned seen = __atomic_load_n(&e->announced, __ATOMIC_ACQUIRE);
-  e->watching = true;
-  g_mutex_unlock(&e->lock);
-  if (e->backend->ops->warm)
-    e->backend->ops->warm(e->backend);
-  while (__atomic_load_n(&e->announced, __ATOMIC_ACQUIRE) == seen &&
-         pp_now_ns() <= due + PREWAKE_GRACE_NS)
-    ;
-  g_mutex_lock(&e->lock);
-  e->watching = false;
-  return true;
-}
-
-/* Submits the frames left to the consumer (pp_engine_submit), the first
- * at `from` and those queued behind it, in order. Called and returns with
- * the lock held. */
-static void
-submit_deferred_locked(pp_engine *e, GList *from)
-{
-  for (GList *l = from; l; l = l->next) {
-    entry *en = l->data;
-    ticket *t = (ticket *) en;
-    if (en->is_marker)
-      continue;
-    if (!t->deferred)
-      break;
-    t->deferred = false;
-    e->consumer_submits++;
-    g_mutex_unlock(&e->lock);
-    char *msg = NULL;
-    submit_to_backend(e, t, false, &msg);
-    g_free(msg);
-    g_mutex_lock(&e->lock);
-    /* Only now: a frame queued while this one was being submitted must be
-     * left to this thread too, or the backend could see it first. (A flush
-     * in between has zeroed the count.) */
-    if (e->deferring)
-      e->deferring--;
-    if (e->flushing)
-      break;
-  }
-}
-
 int
 pp_engine_pop(pp_engine *e, pp_item *item)
 {
@@ -502,7 +351,7 @@ pp_engine_pop(pp_engine *e, pp_item *item)
     if (t && t->state == TICKET_DONE && !t->submitting)
       break;
     if (t && t->deferred) {
-      submit_deferred_locked(e, head);
+      engine_submit_deferred_locked(e, head);
       continue;
     }
     if (t && t->state == TICKET_BUSY && t->submitting && e->backend->ops->wait && !spun) {
@@ -525,7 +374,7 @@ pp_engine_pop(pp_engine *e, pp_item *item)
         poll_overdue_locked(e, t);
       continue;
     }
-    if (!t && e->backend->ops->wait && await_paced_frame(e))
+    if (!t && e->backend->ops->wait && engine_await_paced_frame(e))
       continue;
     if (!t || !e->backend->ops->poll) {
       g_cond_wait(&e->item_ready, &e->lock);

@@ -22,7 +22,7 @@ typedef struct {
   uint64_t staged_inputs; /* frames copied into staging memory before upload */
   uint64_t device_inputs; /* frames read from device memory: no upload */
   /* Frames of a paced stream that the consumer, woken before they were
-   * due, submitted itself (completion=consumer; engine.c). */
+   * due, submitted itself (completion=consumer; engine_paced.c). */
   uint64_t consumer_submits;
   /* Where a frame's latency goes, means in microseconds: the backend's
    * submit call, from its return to the completion callback (device work

@@ -368,7 +368,7 @@ consumer_submits(rig *r)
 
 /* Frames at a steady 1 ms to a consumer that reports them itself, which
  * then sleeps until just before each is due, watches for it awake and
- * submits it itself (engine.c, await_paced_frame): every frame still comes
+ * submits it itself (engine_paced.c): every frame still comes
  * out in order, with its own result; a flush while it watches for a frame
  * that never comes ends its pop; frames late by more than the watch come
  * out too; frames at once after the pace reach the backend in order,
