@@ -15,7 +15,7 @@
 
 #include "gstpinnedallocator.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 static GstMemory *
 filled(GstAllocator *allocator, gsize size, guint8 value)

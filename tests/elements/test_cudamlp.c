@@ -16,7 +16,7 @@
 #include "model.h"
 #include "piperun.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 static uint64_t seed;
 /* The backend under test: "cpu" by default, "cuda" in the GPU suite. */
@@ -982,9 +982,7 @@ main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
   seed = test_seed();
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+  if (!test_gst_backend(&backend_name))
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rows_timestamps_and_caps),

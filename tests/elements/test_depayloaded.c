@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 static const char *backend_name = "cpu";
 
@@ -94,9 +94,7 @@ int
 main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+  if (!test_gst_backend(&backend_name))
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gdpdepay_frames_in_our_memory),

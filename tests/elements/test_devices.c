@@ -17,7 +17,7 @@
 #include "backend.h"
 #include "model.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 static uint64_t seed;
 static const char *backend_name = "cpu";
@@ -219,11 +219,9 @@ main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
   seed = test_seed();
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
+  if (!test_gst_backend(&backend_name))
+    return 77;
   if (g_str_equal(backend_name, "cuda")) {
-    if (!test_cuda_usable())
-      return 77;
     const int count = pp_backend_count_devices();
     if (count < 2) {
       g_printerr("%d CUDA device: the multi-GPU case needs two\n", count);

@@ -22,7 +22,7 @@
 #include "colormaps.h"
 #include "gstppscoresmeta.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 enum { W = 64, H = 32, PATCH = 16, DARK = 20, BRIGHT = 230 };
 
@@ -329,9 +329,7 @@ int
 main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+  if (!test_gst_backend(&backend_name))
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_halves_take_the_colormap_ends),

@@ -18,7 +18,7 @@
 
 #include "piperun.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 enum { FRAMES = 40, SLOTS = 3 };
 /* CUDA: device times are put on the host's clock by an anchor taken when
@@ -162,9 +162,7 @@ int
 main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+  if (!test_gst_backend(&backend_name))
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_trace_of_a_run),

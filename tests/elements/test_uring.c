@@ -15,7 +15,7 @@
 #include "model.h"
 #include "piperun.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 static uint64_t seed;
 static char *dir;
@@ -366,9 +366,7 @@ main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
   seed = test_seed();
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+  if (!test_gst_backend(&backend_name))
     return 77;
   /* Not /tmp: it may be tmpfs, which refuses O_DIRECT. */
   dir = g_build_filename(g_getenv("PP_BUILD_ROOT") ? g_getenv("PP_BUILD_ROOT") : ".",

@@ -17,7 +17,7 @@
 
 #include "piperun.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 #define SIZE 1000000
 

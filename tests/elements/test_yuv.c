@@ -20,7 +20,7 @@
 #include "backend.h"
 #include "model.h"
 #include "testutil.h"
-#include "gstfinish.h"
+#include "gstmain.h"
 
 static uint64_t seed;
 static const char *backend_name = "cpu";
@@ -413,9 +413,7 @@ main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
   seed = test_seed();
-  if (g_getenv("PP_TEST_BACKEND"))
-    backend_name = g_getenv("PP_TEST_BACKEND");
-  if (g_str_equal(backend_name, "cuda") && !test_cuda_usable())
+  if (!test_gst_backend(&backend_name))
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_every_yuv_format),
