@@ -52,9 +52,7 @@ DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
               "nearly due, then polling: no hand-off between threads (lowest latency)",
               "consumer" },
             { PP_COMPLETION_AUTO,
-              "consumer with up to 2 slots (latency), event-thread with more (throughput of small "
-              "frames)",
-              "auto" })
+              "consumer, measured at least as fast as event-thread at every slot count", "auto" })
 
 DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
             { PP_COLOR_RGB,

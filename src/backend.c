@@ -172,18 +172,17 @@ pp_host_free(void *ptr, size_t size, bool pinned)
 }
 
 /* The consumer reporting frames itself saves a wake-up per frame (paced tiny
- * frames on the H100: 33 µs against 71), but it also pops and pushes every
- * frame, so with many slots of small frames its one thread is what limits
- * them; the event thread then carries more (tiny, saturated: 3 and 4 slots
- * 59.7k and 66.3k frames/s against 63.3k and 51.4k with the consumer;
- * docs/PERFORMANCE.md). Few slots is a choice for latency, many for
- * throughput. */
-#define CONSUMER_MAX_SLOTS 2
-
+ * frames on the H100: 33 µs against 71). With many slots the event thread
+ * was once kept for small frames' throughput, but the waiter's later fixes
+ * turned that round: tiny, saturated, 3 and 4 slots, three runs each,
+ * 62-83k frames/s with the consumer against 21-69k with the event thread,
+ * whose wake-up of the src task collapsed to 112 µs a frame in one run;
+ * seed, hd and balanced equal or better with the consumer
+ * (docs/PERFORMANCE.md, "Latency to the floor"). So `auto` is the consumer
+ * whatever the slots; `slots` stays for backends that may want otherwise. */
 pp_completion
 pp_completion_resolve(pp_completion completion, unsigned slots)
 {
-  if (completion != PP_COMPLETION_AUTO)
-    return completion;
-  return slots <= CONSUMER_MAX_SLOTS ? PP_COMPLETION_CONSUMER : PP_COMPLETION_EVENT_THREAD;
+  (void) slots;
+  return completion == PP_COMPLETION_AUTO ? PP_COMPLETION_CONSUMER : completion;
 }

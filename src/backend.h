@@ -122,7 +122,7 @@ typedef enum {
   PP_COMPLETION_HOST_FUNC,    /* cudaLaunchHostFunc at the end of each frame's work */
   PP_COMPLETION_EVENT_THREAD, /* a thread waiting on each frame's completion event */
   PP_COMPLETION_CONSUMER,     /* the consumer waits on the event itself, before it pops */
-  PP_COMPLETION_AUTO,         /* consumer for up to 2 slots, else event-thread (resolve below) */
+  PP_COMPLETION_AUTO,         /* consumer (resolve below) */
 } pp_completion;
 
 /* What PP_COMPLETION_AUTO means with `slots` slots; other values as they

@@ -396,7 +396,7 @@ main(int argc, char **argv)
     { "warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "frames before measuring (128)", "N" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &o.repeats, "runs per cell, median taken (3)", "N" },
     { "completion", 0, 0, G_OPTION_ARG_STRING, &o.completion,
-      "auto (default: consumer up to 2 slots, else event-thread), consumer, event-thread or "
+      "auto (default: consumer), consumer, event-thread or "
       "host-func",
       "MODE" },
     { "precision", 0, 0, G_OPTION_ARG_STRING, &o.precision, "fp32|tf32", "P" },

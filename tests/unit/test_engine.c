@@ -564,15 +564,14 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
   pp_model_free(model);
 }
 
-/* completion=auto: the consumer for up to two slots, the event thread for
- * more; the other values stay as they are. */
+/* completion=auto: the consumer, whatever the slots; the other values stay
+ * as they are. */
 static void
 test_completion_auto(void **state)
 {
   (void) state;
   for (unsigned slots = 1; slots <= PP_MAX_SLOTS; slots++) {
-    assert_int_equal(pp_completion_resolve(PP_COMPLETION_AUTO, slots),
-                     slots <= 2 ? PP_COMPLETION_CONSUMER : PP_COMPLETION_EVENT_THREAD);
+    assert_int_equal(pp_completion_resolve(PP_COMPLETION_AUTO, slots), PP_COMPLETION_CONSUMER);
     for (int c = PP_COMPLETION_HOST_FUNC; c < PP_COMPLETION_AUTO; c++)
       assert_int_equal(pp_completion_resolve((pp_completion) c, slots), c);
   }
