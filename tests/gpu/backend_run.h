@@ -1,0 +1,66 @@
+/* What the CUDA backend's GPU tests share: a set of shapes (frame layout
+ * and model), and a run of FRAMES frames of one shape through the engine
+ * on the CUDA backend, checked against the float64 reference. */
+#ifndef PP_BACKEND_RUN_H
+#define PP_BACKEND_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend_cuda.h"
+#include "engine.h"
+#include "frame.h"
+#include "model.h"
+
+extern uint64_t seed;
+/* PP_GPU_QUICK (compute-sanitizer runs): fewer cases where each is slow. */
+extern bool quick;
+
+typedef struct {
+  const char *name;
+  pp_layout_kind kind;
+  pp_pixel_format format;
+  uint32_t width, height, patch; /* video; tensors: width = K, height = N */
+  uint32_t d, o;
+  pp_hidden_activation act;
+  /* More than the seed's two layers: widths after K (the last is O), and
+   * the activation after each. */
+  unsigned n_layers;
+  uint32_t widths[4];
+  pp_act_kind acts[4];
+} shape;
+
+extern const shape shapes[];
+extern const size_t n_shapes;
+
+#define FRAMES 9
+
+typedef struct {
+  const shape *s;
+  pp_frame_layout layout;
+  pp_model *model;
+  pp_backend *backend; /* the engine's */
+  pp_engine *engine;
+  void *frames[FRAMES];
+  float *outputs[FRAMES];
+  bool pinned;
+} run;
+
+/* The engine on the CUDA backend with PINGPONG_CUDA_PATH=`path` ("" for
+ * autotune), random frames (pinned or not) and poisoned outputs. */
+void setup_run(run *r, const shape *s, const char *path, pp_completion completion, bool graphs,
+               bool pinned, unsigned slots);
+/* Frame i in, and the next frame out, which must be frame `expect`. */
+void submit(run *r, int i);
+void pop(run *r, int expect);
+/* Every frame's outputs against the float64 reference. */
+void check_outputs(run *r, const char *what);
+void teardown_run(run *r);
+
+/* When set, what the backend's description must say (e.g. "3 chunks"). */
+extern const char *expect_detail;
+/* All FRAMES frames through `slots` slots, then the checks. */
+void run_all(const shape *s, const char *path, pp_completion completion, bool graphs, bool pinned,
+             unsigned slots);
+
+#endif
