@@ -109,33 +109,6 @@ cudaError_t pp_cuda_mlp_small(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
                               pp_act hidden_act, const float *w1, const float *b1, uint32_t o,
                               pp_act out_act, float *y, uint32_t rows_per_block);
 
-/* ---- Queued before its frame: a doorbell in mapped host memory ---------
- * A paced frame's kernel may be queued before the frame exists, so that
- * when it comes the host only writes where it is and rings, instead of a
- * launch (src/cuda/armed.c). The kernel's stream waits for `go` == gen
- * (cuStreamWaitValue32) and copies the bell to the device before starting
- * it; the frame and its result are then at input/output (mapped pinned
- * memory, written before go), unless `cancel` == gen (also written before
- * go): no frame, the kernel ends. */
-typedef struct {
-  uint32_t go, cancel;
-  const void *input;
-  float *output;
-} pp_cuda_bell;
-
-typedef struct {
-  const pp_cuda_bell *bell; /* the bell's copy in device memory */
-  uint32_t gen;
-} pp_cuda_armed;
-
-/* pp_cuda_mlp_small queued before its frame, behind its stream's wait for
- * the bell: x's data and y come from the bell. */
-cudaError_t pp_cuda_mlp_small_armed(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
-                                    const float *w0t, uint32_t ldw, const float *b0, uint32_t d,
-                                    pp_act hidden_act, const float *w1, const float *b1, uint32_t o,
-                                    pp_act out_act, uint32_t rows_per_block,
-                                    const pp_cuda_armed *armed);
-
 /* ---- A last layer with small O: y[i][o] = act(h[i]·w1[o] + b1[o]) -----
  * One warp per row; w1 is O×D row-major; O ≤ PP_ROWDOT_MAX_O (O = 1 is the
  * MatVec). */

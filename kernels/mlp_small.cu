@@ -13,7 +13,6 @@
  * Every block reads the whole of W0 (from L2), so this wins only while
  * frames are small; the planner times it against the other paths. */
 #include "activation.h"
-#include "doorbell.cuh"
 #include "gemm_mainloop.cuh"
 
 namespace
@@ -24,25 +23,14 @@ constexpr int kWarps = kThreads / 32;
 /* Inputs staged per pass: RB × 256 floats of shared memory. */
 constexpr int kKC = 256;
 
-/* ARMED: launched before its frame, whose place (x.data) and result's (y)
- * come from the doorbell (doorbell.cuh). */
-template <int DP, int RB, bool ARMED>
+template <int DP, int RB>
 __global__ void
 __launch_bounds__(kThreads)
-    mlp_small(const pp_cuda_a x_given, unsigned m, unsigned k, const float *__restrict__ w0t,
+    mlp_small(const pp_cuda_a x, unsigned m, unsigned k, const float *__restrict__ w0t,
               unsigned ldw, const float *__restrict__ b0, unsigned d, pp_act hidden_act,
               const float *__restrict__ w1, const float *__restrict__ b1, unsigned o,
-              pp_act out_act, float *__restrict__ y, const pp_cuda_armed armed)
+              pp_act out_act, float *__restrict__ y)
 {
-  pp_cuda_a x = x_given;
-  if (ARMED) {
-    const void *frame;
-    float *result;
-    if (!pp::await_bell(armed, &frame, &result))
-      return;
-    x.data = frame;
-    y = result;
-  }
   constexpr int DQ = DP / 4;        /* float4 columns of hidden units */
   constexpr int KS = kThreads / DQ; /* K-splits */
   __shared__ __align__(16) float xs[RB][kKC];
@@ -126,15 +114,10 @@ template <int DP, int RB>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
        uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
-       const float *b1, uint32_t o, pp_act out_act, float *y, const pp_cuda_armed *armed)
+       const float *b1, uint32_t o, pp_act out_act, float *y)
 {
-  const unsigned blocks = (m + RB - 1) / RB;
-  if (armed)
-    mlp_small<DP, RB, true><<<blocks, kThreads, 0, stream>>>(*x, m, k, w0t, ldw, b0, d, hidden_act,
-                                                             w1, b1, o, out_act, y, *armed);
-  else
-    mlp_small<DP, RB, false><<<blocks, kThreads, 0, stream>>>(
-        *x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y, pp_cuda_armed{});
+  mlp_small<DP, RB><<<(m + RB - 1) / RB, kThreads, 0, stream>>>(*x, m, k, w0t, ldw, b0, d,
+                                                                hidden_act, w1, b1, o, out_act, y);
   return cudaGetLastError();
 }
 
@@ -142,22 +125,17 @@ template <int DP>
 cudaError_t
 launch_rows(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
             uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
-            const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows,
-            const pp_cuda_armed *armed)
+            const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows)
 {
   switch (rows) {
     case 1:
-      return launch<DP, 1>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           armed);
+      return launch<DP, 1>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
     case 2:
-      return launch<DP, 2>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           armed);
+      return launch<DP, 2>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
     case 4:
-      return launch<DP, 4>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           armed);
+      return launch<DP, 4>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
     case 8:
-      return launch<DP, 8>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           armed);
+      return launch<DP, 8>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
     default:
       return cudaErrorInvalidValue;
   }
@@ -165,48 +143,25 @@ launch_rows(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, con
 
 } // namespace
 
-/* Both entry points: `armed` NULL, y given; or armed, y from the bell. */
-static cudaError_t
-mlp_small_any(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
-              uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
-              const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows_per_block,
-              const pp_cuda_armed *armed)
-{
-  if (!stream || !x || !w0t || !w1 || (!y && !armed) || (armed && !armed->bell) || m == 0 ||
-      k == 0 || d == 0 || d > PP_SMALL_MAX_D || o == 0 || o > PP_ROWDOT_MAX_O || ldw < d ||
-      ldw % 4 || (reinterpret_cast<size_t>(w0t) & 15) || (x->kind != PP_A_F32 && !x->k_offset))
-    return cudaErrorInvalidValue;
-  /* Hidden units padded to whole warps, so a warp shares its K-split. */
-  if (d <= 32)
-    return launch_rows<32>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           rows_per_block, armed);
-  if (d <= 64)
-    return launch_rows<64>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           rows_per_block, armed);
-  if (d <= 128)
-    return launch_rows<128>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                            rows_per_block, armed);
-  return launch_rows<256>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                          rows_per_block, armed);
-}
-
 extern "C" cudaError_t
 pp_cuda_mlp_small(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
                   uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
                   const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows_per_block)
 {
-  return mlp_small_any(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                       rows_per_block, nullptr);
-}
-
-extern "C" cudaError_t
-pp_cuda_mlp_small_armed(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
-                        const float *w0t, uint32_t ldw, const float *b0, uint32_t d,
-                        pp_act hidden_act, const float *w1, const float *b1, uint32_t o,
-                        pp_act out_act, uint32_t rows_per_block, const pp_cuda_armed *armed)
-{
-  if (!armed)
+  if (!stream || !x || !w0t || !w1 || !y || m == 0 || k == 0 || d == 0 || d > PP_SMALL_MAX_D ||
+      o == 0 || o > PP_ROWDOT_MAX_O || ldw < d || ldw % 4 || (reinterpret_cast<size_t>(w0t) & 15) ||
+      (x->kind != PP_A_F32 && !x->k_offset))
     return cudaErrorInvalidValue;
-  return mlp_small_any(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, nullptr,
-                       rows_per_block, armed);
+  /* Hidden units padded to whole warps, so a warp shares its K-split. */
+  if (d <= 32)
+    return launch_rows<32>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                           rows_per_block);
+  if (d <= 64)
+    return launch_rows<64>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                           rows_per_block);
+  if (d <= 128)
+    return launch_rows<128>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                            rows_per_block);
+  return launch_rows<256>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                          rows_per_block);
 }

@@ -162,9 +162,8 @@ build_stats_locked(GstCudaMlp *self)
       "mlp-mean-us", G_TYPE_DOUBLE, stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE,
       stats.d2h_mean_us, "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, "device-inputs",
       G_TYPE_UINT64, stats.device_inputs, "consumer-submits", G_TYPE_UINT64, stats.consumer_submits,
-      "armed-inputs", G_TYPE_UINT64, stats.armed_inputs, "submit-mean-us", G_TYPE_DOUBLE,
-      stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE, stats.complete_mean_us,
-      "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
+      "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE,
+      stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
   add_device_stats_locked(self, s);
   return s;
 }

@@ -17,7 +17,7 @@
 #include "model.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 6
+#define PP_BACKEND_ABI 5
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -94,18 +94,6 @@ typedef struct {
    * warm, a frame being due shortly; the engine's consumer calls it when it
    * wakes to watch for a paced frame (engine_paced.c). */
   void (*warm)(pp_backend *b);
-  /* Optional: the next frame, due shortly, goes to `slot`, which is free:
-   * the backend may queue that frame's work now, to wait on the device
-   * for it, so that its submit makes no call into the driver (CUDA: a
-   * kernel waiting on a doorbell, src/cuda/armed.c). 0 if it did, else a
-   * negative errno and nothing done. An arm ends at the slot's next submit,
-   * whatever the job (the frame then runs the usual way if it does not
-   * suit), or at disarm, or at sync. Called like `warm`, which it
-   * replaces when it succeeds. */
-  int (*arm)(pp_backend *b, unsigned slot);
-  /* Ends `slot`'s arm if it has one; from any thread, as it may race with
-   * the slot's submit: one of the two ends it. */
-  void (*disarm)(pp_backend *b, unsigned slot);
 } pp_backend_ops;
 
 struct pp_backend {
@@ -117,8 +105,6 @@ struct pp_backend {
   uint64_t staged_inputs;
   /* Frames read from device memory (no host-to-device copy), likewise. */
   uint64_t device_inputs;
-  /* Frames handed to work queued for them ahead (arm), likewise. */
-  uint64_t armed_inputs;
 };
 
 typedef enum {

@@ -502,7 +502,6 @@ pp_engine_get_stats(pp_engine *e, pp_stats *stats)
   g_mutex_unlock(&e->lock);
   stats->staged_inputs = __atomic_load_n(&e->backend->staged_inputs, __ATOMIC_RELAXED);
   stats->device_inputs = __atomic_load_n(&e->backend->device_inputs, __ATOMIC_RELAXED);
-  stats->armed_inputs = __atomic_load_n(&e->backend->armed_inputs, __ATOMIC_RELAXED);
 }
 
 void
@@ -522,7 +521,6 @@ pp_engine_reset_stats(pp_engine *e)
   g_mutex_unlock(&e->lock);
   __atomic_store_n(&e->backend->staged_inputs, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&e->backend->device_inputs, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->backend->armed_inputs, 0, __ATOMIC_RELAXED);
 }
 
 void

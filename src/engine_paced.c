@@ -19,11 +19,8 @@
  * PREWAKE_GRACE_NS after it was due, so the frame finds the consumer
  * running instead of asleep: a thread that slept a millisecond takes tens
  * of µs to wake on a VM, which a paced frame otherwise waits on after its
- * GPU work is done. Before it watches it arms the frame's slot (the
- * frame's kernel launched ahead, waiting on the GPU), or where the
- * backend cannot, warms its own calls. Returns false, having done
- * nothing, when no frame is due soon. Called and returns with the lock
- * held. */
+ * GPU work is done. Returns false, having done nothing, when no frame is
+ * due soon. Called and returns with the lock held. */
 bool
 engine_await_paced_frame(pp_engine *e)
 {
@@ -39,28 +36,14 @@ engine_await_paced_frame(pp_engine *e)
   }
   const unsigned seen = __atomic_load_n(&e->announced, __ATOMIC_ACQUIRE);
   e->watching = true;
-  /* The frame's slot, if it is free now (pp_engine_acquire). */
-  const uint64_t seq = e->next_seq;
-  const unsigned slot = seq % e->n_slots;
-  const bool slot_free =
-      !e->slots[slot].busy && e->tickets[seq % e->n_tickets].state == TICKET_FREE;
   g_mutex_unlock(&e->lock);
-  const bool armed =
-      slot_free && e->backend->ops->arm && e->backend->ops->arm(e->backend, slot) == 0;
-  if (!armed && e->backend->ops->warm)
+  if (e->backend->ops->warm)
     e->backend->ops->warm(e->backend);
   while (__atomic_load_n(&e->announced, __ATOMIC_ACQUIRE) == seen &&
          pp_now_ns() <= due + PREWAKE_GRACE_NS)
     ;
   g_mutex_lock(&e->lock);
   e->watching = false;
-  /* No frame has taken the slot: its arm ends here. One that takes it
-   * later runs the usual way; the backend sees to a submit racing this. */
-  if (armed && e->next_seq == seq) {
-    g_mutex_unlock(&e->lock);
-    e->backend->ops->disarm(e->backend, slot);
-    g_mutex_lock(&e->lock);
-  }
   return true;
 }
 

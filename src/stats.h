@@ -24,9 +24,6 @@ typedef struct {
   /* Frames of a paced stream that the consumer, woken before they were
    * due, submitted itself (completion=consumer; engine_paced.c). */
   uint64_t consumer_submits;
-  /* Of those, frames whose work the backend had queued ahead (arm), so
-   * their submit made no call into the driver. */
-  uint64_t armed_inputs;
   /* Where a frame's latency goes, means in microseconds: the backend's
    * submit call, from its return to the completion callback (device work
    * plus launch and callback latency), and from the callback to pop. */

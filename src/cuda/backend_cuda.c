@@ -250,13 +250,25 @@ cuda_enqueue_frame(cuda_backend *b, cuda_slot *s, const void *src, const pp_job 
   return rc;
 }
 
-/* The usual way: the frame's copies and kernels, then its completion. */
 static int
-enqueue_submitted(cuda_backend *b, cuda_slot *s, const void *src, const pp_job *job, float *dst,
-                  int64_t t0, char **msg)
+cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
 {
+  cuda_backend *b = (cuda_backend *) base;
+  cuda_slot *s = &b->slots[index];
+  const int64_t t0 = pp_now_ns();
   CUDA_CHECK(cuda_bind_context(b));
-  s->timed = (s->frames - 1) % b->timing_period == 0;
+
+  const void *src = job->input;
+  if (job->input_on_device) {
+    src = NULL;
+  } else if (!job->input_pinned) {
+    memcpy(s->staging_in, job->input, b->layout.frame_bytes);
+    src = s->staging_in;
+    __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
+  }
+  float *dst = job->output_pinned ? job->output : s->staging_out;
+  s->staged_out = !job->output_pinned;
+  s->timed = s->frames++ % b->timing_period == 0;
   const int64_t t1 = b->trace ? pp_now_ns() : 0;
   b->trace_mark_ns = t1;
 
@@ -272,37 +284,10 @@ enqueue_submitted(cuda_backend *b, cuda_slot *s, const void *src, const pp_job *
     b->trace_us[4] += (t4 - t0) / 1000.0;
     b->trace_frames++;
   }
-  if (rc < 0)
-    cuda_slot_sync(s); /* whatever part of the frame was queued finishes before we say no */
-  return rc;
-}
-
-static int
-cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
-{
-  cuda_backend *b = (cuda_backend *) base;
-  cuda_slot *s = &b->slots[index];
-  const int64_t t0 = pp_now_ns();
-
-  const void *src = job->input;
-  if (job->input_on_device) {
-    src = NULL;
-  } else if (!job->input_pinned) {
-    memcpy(s->staging_in, job->input, b->layout.frame_bytes);
-    src = s->staging_in;
-    __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
-  }
-  float *dst = job->output_pinned ? job->output : s->staging_out;
-  s->staged_out = !job->output_pinned;
-  s->frames++;
-  /* Its kernel already waits for it (armed.c): no call into the driver,
-   * and no stage times, the kernel having begun before the frame. */
-  if (cuda_ring(b, s, src, dst)) {
-    s->timed = false;
-  } else {
-    const int rc = enqueue_submitted(b, s, src, job, dst, t0, msg);
-    if (rc < 0)
-      return rc;
+  if (rc < 0) {
+    /* Whatever part of the frame was queued finishes before we say no. */
+    cuda_slot_sync(s);
+    return rc;
   }
   if (b->completion != PP_COMPLETION_HOST_FUNC) {
     g_mutex_lock(&b->lock);
@@ -354,8 +339,6 @@ cuda_sync(pp_backend *base)
 {
   cuda_backend *b = (cuda_backend *) base;
   cuda_bind_context(b);
-  /* A kernel still waiting for a frame would wait out its timeout. */
-  cuda_disarm_all(b);
   for (unsigned i = 0; i < b->n_slots; i++)
     cuda_slot_sync(&b->slots[i]);
   if (b->completion == PP_COMPLETION_CONSUMER)
@@ -451,8 +434,6 @@ static const pp_backend_ops cuda_ops = {
   .poll = cuda_poll,
   .describe = cuda_describe,
   .warm = cuda_warm,
-  .arm = cuda_arm,
-  .disarm = cuda_disarm,
 };
 
 static int

@@ -48,13 +48,6 @@ typedef struct {
   cudaGraphExec_t chunk_exec[PP_MAX_CHUNKS];
   bool staged_out;
   bool timed;
-  /* The next frame's kernel is queued, waiting on `bell` for generation
-   * arm_gen (armed.c); the flag is taken atomically by whoever ends it. */
-  bool armed;
-  uint32_t arm_gen;
-  pp_cuda_bell *bell;      /* mapped pinned memory */
-  pp_cuda_bell *d_bell;    /* the same, as the device addresses it */
-  pp_cuda_bell *bell_copy; /* device memory: what the kernel reads */
   uint64_t frames;
   int64_t submitted_ns; /* for the completion waiter's estimate */
 } cuda_slot;
@@ -110,8 +103,6 @@ struct cuda_backend {
    * (zero-copy, small frames). Possible where registered host pointers are
    * device pointers. */
   bool zero_copy, host_pointers;
-  /* Paced frames' kernels may be queued ahead (armed.c). */
-  bool arm;
   uint32_t chunk_rows;
   size_t chunk_offset[PP_MAX_CHUNKS + 1];
   double chunk_us_whole, chunk_us_best; /* what chose them: µs a frame, whole and best */
@@ -194,9 +185,6 @@ int cuda_sync(pp_backend *b);
 /* A slot's staging memory: mapped like the frames' own, then registered. */
 void *cuda_staging_alloc(size_t bytes, char **msg);
 void cuda_staging_free(void *ptr, size_t bytes);
-/* A slot's doorbell: pinned, mapped, zeroed. */
-void *cuda_bell_alloc(size_t bytes, char **msg);
-void cuda_bell_free(void *ptr);
 
 /* ---- waiter.c ------------------------------------------------------------------ */
 
@@ -221,23 +209,6 @@ void cuda_free_slots(cuda_backend *b);
 int cuda_plan_frames(cuda_backend *b, char **msg);
 void cuda_drop_chunks(cuda_backend *b);
 int cuda_enqueue_chunks(cuda_backend *b, cuda_slot *s, const void *src, float *dst, char **msg);
-
-/* ---- armed.c ------------------------------------------------------------------- */
-
-/* A slot's doorbell, at configure; freed once its stream is idle. */
-int cuda_arm_setup(cuda_backend *b, cuda_slot *s, char **msg);
-void cuda_arm_free(cuda_slot *s);
-/* pp_backend_ops.arm and .disarm. */
-int cuda_arm(pp_backend *base, unsigned index);
-void cuda_disarm(pp_backend *base, unsigned index);
-void cuda_disarm_all(cuda_backend *b);
-/* For the backend's description: ", paced frames armed", or "". */
-const char *cuda_arm_describe(const cuda_backend *b);
-/* From submit: hands the frame at `src` (NULL: on the device), its result
- * to `dst`, to the slot's armed kernel; true if that kernel now runs it.
- * False when the slot is not armed, or its arm ends here without the
- * frame, which then goes the usual way. */
-bool cuda_ring(cuda_backend *b, cuda_slot *s, const void *src, float *dst);
 
 /* ---- timing.c ------------------------------------------------------------------ */
 

@@ -21,9 +21,6 @@ drop_graph(cuda_slot *s)
 static void
 free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
 {
-  /* Nothing may still read the doorbell when it goes. */
-  cuda_slot_sync(s);
-  cuda_arm_free(s);
   drop_graph(s);
   cudaStream_t streams[] = { s->stream, s->compute, s->copy_out };
   for (size_t i = 0; i < G_N_ELEMENTS(streams); i++)
@@ -53,7 +50,6 @@ free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
 void
 cuda_free_slots(cuda_backend *b)
 {
-  cuda_disarm_all(b);
   cuda_drop_chunks(b);
   for (unsigned i = 0; i < b->n_slots; i++)
     free_slot(&b->slots[i], b->layout.frame_bytes, b->out_bytes);
@@ -86,9 +82,6 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
   if (!(s->staging_in = cuda_staging_alloc(l->frame_bytes, msg)) ||
       !(s->staging_out = cuda_staging_alloc(b->out_bytes, msg)))
     return -ENOMEM;
-  const int rc = cuda_arm_setup(b, s, msg);
-  if (rc < 0)
-    return rc;
   CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
   if (l->kind != PP_LAYOUT_TENSOR)
     CUDA_CHECK(cudaMalloc((void **) &s->d_x, (size_t) l->n * l->k * sizeof(float)));
@@ -207,14 +200,14 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
     g_snprintf(chunks, sizeof chunks, ", %u chunks", b->chunks);
   else if (b->zero_copy)
     g_strlcpy(chunks, ", zero-copy", sizeof chunks);
-  g_snprintf(b->description, sizeof b->description, "%s%s, %s, %s%s%s", kernels, chunks,
+  g_snprintf(b->description, sizeof b->description, "%s%s, %s, %s%s", kernels, chunks,
              b->slots[0].x.kind == PP_A_U8_VEC4     ? "u8x4 loads"
              : b->slots[0].x.kind == PP_A_U8_GATHER ? "u8 gather"
                                                     : "f32 loads",
              b->completion == PP_COMPLETION_HOST_FUNC  ? "host-func"
              : b->completion == PP_COMPLETION_CONSUMER ? "consumer"
                                                        : "event-thread",
-             b->slots[0].exec ? ", graphs" : "", cuda_arm_describe(b));
+             b->slots[0].exec ? ", graphs" : "");
   if (b->trace)
     probe_launch_cost(b);
   return 0;

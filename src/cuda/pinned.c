@@ -1,7 +1,6 @@
 /* Page-locked host memory for the CUDA backend: the frames' pool (through
  * the module's table) and the slots' own staging. */
 #include <glib.h>
-#include <string.h>
 
 #include "backend_cuda_priv.h"
 #include "host_memory.h"
@@ -74,33 +73,6 @@ cuda_host_unregister(void *ptr)
   void *saved = use_primary_context();
   cudaHostUnregister(ptr);
   restore_context(saved);
-}
-
-/* A slot's doorbell (armed.c): a few bytes, so not a page of its own
- * mapped and registered; portable and mapped, in the primary context,
- * like the rest. */
-void *
-cuda_bell_alloc(size_t bytes, char **msg)
-{
-  void *saved = use_primary_context(), *ptr = NULL;
-  const cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
-  restore_context(saved);
-  if (err != cudaSuccess) {
-    pp_cuda_fail(msg, "cudaHostAlloc", err, __FILE__, __LINE__);
-    return NULL;
-  }
-  memset(ptr, 0, bytes);
-  return ptr;
-}
-
-void
-cuda_bell_free(void *ptr)
-{
-  if (ptr) {
-    void *saved = use_primary_context();
-    cudaFreeHost(ptr);
-    restore_context(saved);
-  }
 }
 
 /* A slot's staging memory: mapped like the frames' own (host_memory.h). */

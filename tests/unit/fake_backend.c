@@ -61,12 +61,6 @@ fake_submit(pp_backend *b, unsigned slot, const pp_job *job, char **msg)
 {
   fake_backend *f = (fake_backend *) b;
   g_mutex_lock(&f->lock);
-  /* The slot's submit ends its arm, whatever comes of it. */
-  if (f->armed_slot >= 0) {
-    f->rung += f->armed_slot == (int) slot;
-    f->arm_errors += f->armed_slot != (int) slot;
-    f->armed_slot = -1;
-  }
   if (f->fail_submits > 0) {
     f->fail_submits--;
     g_mutex_unlock(&f->lock);
@@ -99,7 +93,6 @@ fake_sync(pp_backend *b)
 {
   fake_backend *f = (fake_backend *) b;
   g_mutex_lock(&f->lock);
-  f->armed_slot = -1; /* sync ends an arm */
   while (f->pending->len)
     fake_complete_one(f, 0);
   g_mutex_unlock(&f->lock);
@@ -158,36 +151,6 @@ fake_wait(pp_backend *b, unsigned slot, int64_t timeout_ns)
   return rc;
 }
 
-static int
-fake_arm(pp_backend *b, unsigned slot)
-{
-  fake_backend *f = (fake_backend *) b;
-  g_mutex_lock(&f->lock);
-  int rc = -ENOTSUP;
-  if (test_rng_next(&f->rng) % 4 != 0) {
-    for (guint i = 0; i < f->pending->len; i++)
-      f->arm_errors += g_array_index(f->pending, unsigned, i) == slot;
-    f->arm_errors += f->armed_slot >= 0;
-    f->armed_slot = (int) slot;
-    f->arms++;
-    rc = 0;
-  }
-  g_mutex_unlock(&f->lock);
-  return rc;
-}
-
-static void
-fake_disarm(pp_backend *b, unsigned slot)
-{
-  fake_backend *f = (fake_backend *) b;
-  g_mutex_lock(&f->lock);
-  if (f->armed_slot == (int) slot) {
-    f->armed_slot = -1;
-    f->disarmed++;
-  }
-  g_mutex_unlock(&f->lock);
-}
-
 static const pp_backend_ops fake_ops = {
   .abi = PP_BACKEND_ABI,
   .name = "fake",
@@ -209,7 +172,6 @@ fake_new(bool hold, uint64_t seed)
   f->inputs = g_array_new(FALSE, FALSE, sizeof(float));
   f->slots = g_array_new(FALSE, FALSE, sizeof(unsigned));
   f->hold = hold;
-  f->armed_slot = -1;
   test_rng_seed(&f->rng, seed);
   f->thread = g_thread_new("fake-gpu", fake_thread, f);
   return f;
@@ -221,8 +183,6 @@ fake_report_on_consumer(fake_backend *f)
   static pp_backend_ops consumer_ops;
   consumer_ops = fake_ops;
   consumer_ops.wait = fake_wait;
-  consumer_ops.arm = fake_arm;
-  consumer_ops.disarm = fake_disarm;
   f->base.ops = &consumer_ops;
   f->consumer = true;
 }

@@ -3,8 +3,7 @@
  * hold completions back, refuse submits, fail frames or keep results in the
  * slot until finish. With `consumer`, it completes nothing by itself: the
  * engine's consumer reports each frame through pp_backend_ops.wait, which
- * first says "not yet" at random, and it takes arms (pp_backend_ops.arm;
- * one in four refused) and checks that each ends as the engine promises. */
+ * first says "not yet" at random. */
 #ifndef PP_FAKE_BACKEND_H
 #define PP_FAKE_BACKEND_H
 
@@ -27,13 +26,7 @@ typedef struct {
   bool consumer;       /* completion=consumer: frames complete in wait */
   int waits, not_yet;  /* wait calls, and those that answered -EAGAIN */
   int finished;        /* finish calls */
-  /* Arms: the slot armed (-1: none), how many were taken, ended by the
-   * slot's submit or by disarm, and broken promises: a slot armed while it
-   * still had a frame, or armed again before its arm ended, or another
-   * slot's submit while one was armed. */
-  int armed_slot;
-  int arms, rung, disarmed, arm_errors;
-  GArray *pending; /* slots submitted, not yet completed */
+  GArray *pending;     /* slots submitted, not yet completed */
   pp_job jobs[PP_MAX_SLOTS];
   test_rng rng;
   /* Every job submitted, in order: its input's first float and the slot. */
