@@ -12,6 +12,27 @@
 #define PREWAKE_LEAD_NS (100 * 1000)
 #define PREWAKE_GRACE_NS (100 * 1000)
 
+/* Takes the lock without sleeping on it while its holder is about to let
+ * go: the producer announces a frame with the lock held, so a watching
+ * consumer that sees it at once finds the lock taken, and g_mutex_lock
+ * would put it to sleep on the futex, to be woken on a VM µs later. For
+ * at most LOCK_SPIN_NS, then it sleeps as usual. Tiny at 1 kHz on the
+ * H100, three runs each, alternating: 23.6, 23.2, 22.3 µs p50 at 1 slot
+ * against 28.0, 25.1, 26.1 with g_mutex_lock (2 slots: 25.1, 24.4, 24.2
+ * against 27.1, 25.8, 27.3). */
+#define LOCK_SPIN_NS (20 * 1000)
+
+static void
+lock_awake(pp_engine *e)
+{
+  const int64_t until = pp_now_ns() + LOCK_SPIN_NS;
+  while (!g_mutex_trylock(&e->lock))
+    if (pp_now_ns() > until) {
+      g_mutex_lock(&e->lock);
+      return;
+    }
+}
+
 /* The consumer, its queue empty, of a backend that reports on the
  * consumer's thread (completion=consumer): when frames come at a steady
  * pace, sleeps until PREWAKE_LEAD_NS before the next is due (woken sooner
@@ -42,7 +63,7 @@ engine_await_paced_frame(pp_engine *e)
   while (__atomic_load_n(&e->announced, __ATOMIC_ACQUIRE) == seen &&
          pp_now_ns() <= due + PREWAKE_GRACE_NS)
     ;
-  g_mutex_lock(&e->lock);
+  lock_awake(e);
   e->watching = false;
   return true;
 }
