@@ -174,9 +174,10 @@ pp_host_free(void *ptr, size_t size, bool pinned)
 /* The consumer reporting frames itself saves a wake-up per frame (paced tiny
  * frames on the H100: 33 µs against 71). With many slots the event thread
  * was once kept for small frames' throughput, but the waiter's later fixes
- * turned that round: tiny, saturated, 3 and 4 slots, three runs each,
- * 62-83k frames/s with the consumer against 21-69k with the event thread,
- * whose wake-up of the src task collapsed to 112 µs a frame in one run;
+ * turned that round: tiny, saturated, 3 and 4 slots, six runs each,
+ * 62-87k frames/s with the consumer against 21-69k with the event thread
+ * (but for a stretch where the host slowed both), whose wake-up of the
+ * src task collapsed to 112 µs a frame in one run;
  * seed, hd and balanced equal or better with the consumer
  * (docs/PERFORMANCE.md, "Latency to the floor"). So `auto` is the consumer
  * whatever the slots; `slots` stays for backends that may want otherwise. */
