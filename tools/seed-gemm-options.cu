@@ -10,13 +10,23 @@
  *     floats and the GEMM, chunk j's GEMM on its own stream as soon as its
  *     bytes are there (chunks that overlap the upload);
  *   - the conversion reading the bytes from pinned host memory in place,
- *     against the upload and the conversion on the device.
+ *     against the upload and the conversion on the device;
+ *   - FP32 results from tensor cores (split_section): the bytes are
+ *     integers, exact in TF32 and BF16, so with the conversion's scale
+ *     folded into W and W split into pieces each exact in the narrow type,
+ *     [U U]·[W_hi W_lo]ᵀ (TF32) or [U U U]·[W_hi W_mid W_lo]ᵀ (BF16) is
+ *     X·Wᵀ to FP32's accuracy, the pieces along K; with each GEMM's error
+ *     against a float64 reference.
  *
  *   seed-gemm-options
  *
  * Inputs are not zeros (the GPU's clocks do not care, its power might). */
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdio>
@@ -93,11 +103,11 @@ struct gemm {
 };
 
 static gemm
-plan(cublasLtHandle_t lt, bool tf32, int rows, const float *bias, size_t workspace)
+plan_typed(cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t in_type, int k,
+           int rows, const float *bias, size_t workspace)
 {
   gemm g;
-  BLAS(cublasLtMatmulDescCreate(&g.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                                CUDA_R_32F));
+  BLAS(cublasLtMatmulDescCreate(&g.desc, compute, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
   BLAS(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -106,8 +116,8 @@ plan(cublasLtHandle_t lt, bool tf32, int rows, const float *bias, size_t workspa
                                       sizeof epilogue));
   BLAS(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                       sizeof bias));
-  BLAS(cublasLtMatrixLayoutCreate(&g.w, CUDA_R_32F, K, N, K));
-  BLAS(cublasLtMatrixLayoutCreate(&g.x, CUDA_R_32F, K, rows, K));
+  BLAS(cublasLtMatrixLayoutCreate(&g.w, in_type, k, N, k));
+  BLAS(cublasLtMatrixLayoutCreate(&g.x, in_type, k, rows, k));
   BLAS(cublasLtMatrixLayoutCreate(&g.c, CUDA_R_32F, N, rows, N));
   cublasLtMatmulPreference_t pref;
   BLAS(cublasLtMatmulPreferenceCreate(&pref));
@@ -122,6 +132,13 @@ plan(cublasLtHandle_t lt, bool tf32, int rows, const float *bias, size_t workspa
   return g;
 }
 
+static gemm
+plan(cublasLtHandle_t lt, bool tf32, int rows, const float *bias, size_t workspace)
+{
+  return plan_typed(lt, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F, K,
+                    rows, bias, workspace);
+}
+
 static int
 split_k(const cublasLtMatmulAlgo_t &algo)
 {
@@ -129,6 +146,161 @@ split_k(const cublasLtMatmulAlgo_t &algo)
   size_t size;
   cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &k, sizeof k, &size);
   return k;
+}
+
+/* Row r of `out` is row r of the bytes less `shift`, `copies` times over, as T. */
+template <class T>
+__global__ void
+bytes_repeated(const unsigned char *in, T *out, int k, int copies, float shift)
+{
+  const unsigned char *src = in + (size_t) blockIdx.x * k;
+  T *dst = out + (size_t) blockIdx.x * k * copies;
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    const T v = (T) ((float) src[j] - shift);
+    for (int c = 0; c < copies; c++)
+      dst[c * k + j] = v;
+  }
+}
+
+/* The nearest TF32 (10-bit mantissa) to f, as a float. */
+static float
+tf32_nearest(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u = (u + 0x1000u) & ~0x1fffu;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* ‖C − ref‖ / ‖ref‖ over the first `rows` rows, ref = relu(bytes/255 · Wᵀ + b) in float64. */
+static double
+error_vs_float64(const float *c_dev, const unsigned char *bytes, const std::vector<float> &w,
+                 const std::vector<float> &b, int rows)
+{
+  std::vector<float> c((size_t) rows * N);
+  CHECK(cudaMemcpy(c.data(), c_dev, sizeof(float) * c.size(), cudaMemcpyDeviceToHost));
+  double diff = 0, norm = 0;
+  for (int r = 0; r < rows; r++)
+    for (int n = 0; n < N; n++) {
+      double ref = b[n];
+      for (int k = 0; k < K; k++)
+        ref += bytes[(size_t) r * K + k] / 255.0 * w[(size_t) n * K + k];
+      ref = ref > 0 ? ref : 0;
+      const double d = c[(size_t) r * N + n] - ref;
+      diff += d * d;
+      norm += ref * ref;
+    }
+  return sqrt(diff / norm);
+}
+
+/* The best of the plan's candidates: µs, and C left by that candidate. */
+template <class T>
+static float
+best_gemm(cublasLtHandle_t lt, gemm &g, const T *w, const T *x, float *c, char *workspace)
+{
+  const float one = 1, zero = 0;
+  float best = -1;
+  size_t best_i = 0;
+  for (size_t i = 0; i < g.algos.size(); i++) {
+    const float us = time_us([&] {
+      cublasLtMatmul(lt, g.desc, &one, w, g.w, x, g.x, &zero, c, g.c, c, g.c, &g.algos[i],
+                     workspace, WORKSPACE, main_stream);
+    });
+    if (us > 0 && (best < 0 || us < best)) {
+      best = us;
+      best_i = i;
+    }
+  }
+  if (best > 0) {
+    cublasLtMatmul(lt, g.desc, &one, w, g.w, x, g.x, &zero, c, g.c, c, g.c, &g.algos[best_i],
+                   workspace, WORKSPACE, main_stream);
+    CHECK(cudaStreamSynchronize(main_stream));
+  }
+  return best;
+}
+
+/* FP32 from tensor cores: the scale 1/255 folded into W, W split into
+ * pieces exact in TF32 (2) or BF16 (3), the frame's bytes repeated once per
+ * piece along K. Times and errors beside FP32's and TF32's own. */
+static void
+split_section(cublasLtHandle_t lt, const unsigned char *host_bytes, const unsigned char *dev_bytes,
+              const float *x, const float *w, const float *bias, float *c, char *workspace,
+              const std::vector<float> &w_host)
+{
+  const int check_rows = 64;
+  const std::vector<float> b_host(w_host.begin(), w_host.begin() + N);
+  for (int tf32 = 0; tf32 < 2; tf32++) {
+    gemm g = plan(lt, tf32, M, bias, WORKSPACE);
+    const float us = best_gemm(lt, g, w, x, c, workspace);
+    printf("%s GEMM: %.1f µs, error %.2e\n", tf32 ? "TF32" : "FP32", us,
+           error_vs_float64(c, host_bytes, w_host, b_host, check_rows));
+  }
+
+  std::vector<float> w2((size_t) N * 2 * K);
+  std::vector<__nv_bfloat16> w3((size_t) N * 3 * K);
+  for (int n = 0; n < N; n++)
+    for (int k = 0; k < K; k++) {
+      const float v = w_host[(size_t) n * K + k] / 255.0f;
+      const float hi = tf32_nearest(v);
+      w2[(size_t) n * 2 * K + k] = hi;
+      w2[(size_t) n * 2 * K + K + k] = v - hi;
+      const __nv_bfloat16 b_hi = __float2bfloat16_rn(v);
+      const float r1 = v - __bfloat162float(b_hi);
+      const __nv_bfloat16 b_mid = __float2bfloat16_rn(r1);
+      const float r2 = r1 - __bfloat162float(b_mid);
+      w3[(size_t) n * 3 * K + k] = b_hi;
+      w3[(size_t) n * 3 * K + K + k] = b_mid;
+      w3[(size_t) n * 3 * K + 2 * K + k] = __float2bfloat16_rn(r2);
+    }
+  float *w2_dev, *x2;
+  __nv_bfloat16 *w3_dev, *x3;
+  CHECK(cudaMalloc(&w2_dev, sizeof(float) * w2.size()));
+  CHECK(cudaMalloc(&w3_dev, sizeof(__nv_bfloat16) * w3.size()));
+  CHECK(cudaMalloc(&x2, sizeof(float) * M * 2 * K));
+  CHECK(cudaMalloc(&x3, sizeof(__nv_bfloat16) * M * 3 * K));
+  CHECK(cudaMemcpy(w2_dev, w2.data(), sizeof(float) * w2.size(), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(w3_dev, w3.data(), sizeof(__nv_bfloat16) * w3.size(), cudaMemcpyHostToDevice));
+
+  /* Centred: the bytes less 128, exact too, and 128/255·Σ_k W in the bias,
+   * so the tensor cores' truncating sums stay small. */
+  std::vector<float> b_centred(N);
+  for (int n = 0; n < N; n++) {
+    double sum = 0;
+    for (int k = 0; k < K; k++)
+      sum += w_host[(size_t) n * K + k];
+    b_centred[n] = (float) (b_host[n] + 128.0 / 255.0 * sum);
+  }
+  float *bias_centred;
+  CHECK(cudaMalloc(&bias_centred, sizeof(float) * N));
+  CHECK(cudaMemcpy(bias_centred, b_centred.data(), sizeof(float) * N, cudaMemcpyHostToDevice));
+  for (int centred = 0; centred < 2; centred++) {
+    const float shift = centred ? 128.f : 0.f;
+    const float *b = centred ? bias_centred : bias;
+    const char *how = centred ? "centred" : "raw bytes";
+    const float conv2 =
+        time_us([&] { bytes_repeated<<<M, 256, 0, main_stream>>>(dev_bytes, x2, K, 2, shift); });
+    const float conv3 =
+        time_us([&] { bytes_repeated<<<M, 256, 0, main_stream>>>(dev_bytes, x3, K, 3, shift); });
+    gemm g2 = plan_typed(lt, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, 2 * K, M, b, WORKSPACE);
+    const float us2 = best_gemm(lt, g2, (const float *) w2_dev, (const float *) x2, c, workspace);
+    printf("FP32 as 2 × TF32, %s (K = %d, %zu candidates): GEMM %.1f µs, bytes repeated %.1f "
+           "µs, error %.2e\n",
+           how, 2 * K, g2.algos.size(), us2, conv2,
+           error_vs_float64(c, host_bytes, w_host, b_host, check_rows));
+    gemm g3 = plan_typed(lt, CUBLAS_COMPUTE_32F, CUDA_R_16BF, 3 * K, M, b, WORKSPACE);
+    const float us3 =
+        best_gemm(lt, g3, (const __nv_bfloat16 *) w3_dev, (const __nv_bfloat16 *) x3, c, workspace);
+    printf("FP32 as 3 × BF16, %s (K = %d, %zu candidates): GEMM %.1f µs, bytes repeated %.1f "
+           "µs, error %.2e\n",
+           how, 3 * K, g3.algos.size(), us3, conv3,
+           error_vs_float64(c, host_bytes, w_host, b_host, check_rows));
+  }
+  cudaFree(bias_centred);
+  cudaFree(w2_dev);
+  cudaFree(w3_dev);
+  cudaFree(x2);
+  cudaFree(x3);
 }
 
 int
@@ -161,7 +333,7 @@ main()
   for (size_t i = 0; i < (size_t) M * K; i++)
     host_bytes[i] = (unsigned char) (i * 2654435761u >> 24);
   for (size_t i = 0; i < init.size(); i++)
-    init[i] = ((int) (i % 97) - 48) / 1024.0f;
+    init[i] = (float) (0.04 * sin(0.7071 * i + 0.3)); /* every mantissa bit in use */
   CHECK(cudaMemcpy(w, init.data(), sizeof(float) * N * K, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(bias, init.data(), sizeof(float) * N, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(dev_bytes, host_bytes, (size_t) M * K, cudaMemcpyHostToDevice));
@@ -266,5 +438,6 @@ main()
   printf("1 MiB of bytes to floats: upload %.1f + conversion on the device %.1f µs; "
          "the conversion reading pinned host memory in place %.1f µs\n",
          upload, on_device, in_place);
+  split_section(lt, host_bytes, dev_bytes, x, w, bias, c, workspace, init);
   return 0;
 }
