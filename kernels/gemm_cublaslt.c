@@ -29,9 +29,9 @@ struct pp_lt_gemm {
  * A = W transposed, B = X, and the bias runs along the n rows of Cᵀ. */
 cublasStatus_t
 pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uint32_t ldx,
-                uint32_t ldc, const float *bias, pp_act act, bool tf32, size_t workspace_bytes,
-                cudaStream_t tune_stream, const float *x, const float *w, float *c, void *workspace,
-                pp_lt_gemm **out)
+                uint32_t ldc, const float *bias, pp_act act, pp_lt_math math,
+                size_t workspace_bytes, cudaStream_t tune_stream, const void *x, const void *w,
+                float *c, void *workspace, pp_lt_gemm **out)
 {
   cublasStatus_t status;
   cublasLtMatmulPreference_t pref = NULL;
@@ -49,8 +49,10 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
   const bool relu = act.kind == PP_ACT_RELU;
   g->act_after = relu ? (pp_act){ PP_ACT_IDENTITY, 0.0f } : act;
 
-  TRY(cublasLtMatmulDescCreate(&g->desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                               CUDA_R_32F));
+  TRY(cublasLtMatmulDescCreate(
+      &g->desc, math == PP_LT_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUDA_R_32F));
+  const cudaDataType_t in_type = math == PP_LT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
@@ -62,8 +64,8 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
   if (bias)
     TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                        sizeof bias));
-  TRY(cublasLtMatrixLayoutCreate(&g->w_layout, CUDA_R_32F, k, n, k));
-  TRY(cublasLtMatrixLayoutCreate(&g->x_layout, CUDA_R_32F, k, m, ldx));
+  TRY(cublasLtMatrixLayoutCreate(&g->w_layout, in_type, k, n, k));
+  TRY(cublasLtMatrixLayoutCreate(&g->x_layout, in_type, k, m, ldx));
   TRY(cublasLtMatrixLayoutCreate(&g->c_layout, CUDA_R_32F, n, m, ldc));
 
   TRY(cublasLtMatmulPreferenceCreate(&pref));
@@ -113,7 +115,7 @@ fail:
 }
 
 cublasStatus_t
-pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const float *x, const float *w, float *c,
+pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const void *x, const void *w, float *c,
                void *workspace)
 {
   const float one = 1.0f, zero = 0.0f;

@@ -19,16 +19,27 @@ extern "C" {
 
 typedef struct pp_lt_gemm pp_lt_gemm;
 
-/* `bias` is fixed at plan time (weights never move). Returns the cuBLAS
+/* What X and W are and how they multiply: floats in FP32 or on TF32 tensor
+ * cores, or BF16 values (split_bf16.cu's) on BF16 tensor cores, adding in
+ * FP32 either way. C and the bias are floats. */
+typedef enum {
+  PP_LT_FP32,
+  PP_LT_TF32,
+  PP_LT_BF16,
+} pp_lt_math;
+
+/* `bias` is fixed at plan time (weights never move). X's rows are ldx
+ * elements apart, W's k. Returns the cuBLAS
  * status; `tune_stream`, `x`, `w`, `c` and `workspace` are used to time the
  * candidate algorithms. */
 cublasStatus_t pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n,
-                               uint32_t ldx, uint32_t ldc, const float *bias, pp_act act, bool tf32,
-                               size_t workspace_bytes, cudaStream_t tune_stream, const float *x,
-                               const float *w, float *c, void *workspace, pp_lt_gemm **out);
+                               uint32_t ldx, uint32_t ldc, const float *bias, pp_act act,
+                               pp_lt_math math, size_t workspace_bytes, cudaStream_t tune_stream,
+                               const void *x, const void *w, float *c, void *workspace,
+                               pp_lt_gemm **out);
 
-cublasStatus_t pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const float *x,
-                              const float *w, float *c, void *workspace);
+cublasStatus_t pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const void *x,
+                              const void *w, float *c, void *workspace);
 
 void pp_lt_gemm_destroy(pp_lt_gemm *g);
 

@@ -29,7 +29,7 @@ typedef struct {
   void *staging_in;   /* pinned, one frame */
   float *staging_out; /* pinned, one result */
   void *d_in;         /* the frame on the device */
-  float *d_x;         /* X as floats, for cuBLAS (byte input only) */
+  void *d_x;          /* X as floats for cuBLAS, or as split.c's BF16 (byte input only) */
   float *d_h[2];      /* hidden activations, N × ldh, taking turns layer by layer */
   float *d_out;       /* N × O */
   void *workspace;    /* cuBLASLt's, one per stream */
@@ -62,7 +62,12 @@ typedef struct {
   bool rowdot;          /* a last layer with few outputs: pp_cuda_rowdot */
   pp_cuda_path path;    /* otherwise own, own64 or cublas, as tuned */
   pp_lt_gemm *lt;       /* cuBLASLt's plan, when it has one for these shapes */
-  pp_lt_gemm *lt_chunk; /* the same for a chunk's rows (chunks.c) */
+  pp_lt_gemm *lt_chunk; /* the chosen path's for a chunk's rows (chunks.c) */
+  /* Layer 0 on frames of bytes, path split (split.c): W in BF16 pieces,
+   * the bias they need, and cuBLASLt's plan for them. */
+  void *w_split;
+  float *b_split;
+  pp_lt_gemm *lt_split;
 } cuda_layer;
 
 struct cuda_backend {
@@ -259,11 +264,24 @@ int pp_gpu_mlp_run_between(cuda_backend *b, cuda_slot *s, cudaStream_t stream, c
 int pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float *out,
                             cudaStream_t stream, char **msg);
 /* Layer i alone on the whole frame; where layer i reads its first n rows
- * as floats (converting the frame's bytes first). For mlp_plan.c. */
+ * on `path` (cublas: as floats, split: as BF16 pieces, converting the
+ * frame's bytes first). For mlp_plan.c. */
 int pp_gpu_mlp_run_layer(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_path path,
                          cudaStream_t stream, char **msg);
-int pp_gpu_mlp_layer_input(cuda_backend *b, cuda_slot *s, unsigned i, uint32_t n,
-                           cudaStream_t stream, const float **x, char **msg);
+int pp_gpu_mlp_layer_input(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_path path, uint32_t n,
+                           cudaStream_t stream, const void **x, char **msg);
+
+/* ---- split.c ------------------------------------------------------------ */
+
+/* Whether layer 0 reads the frame's bytes, so the split path can take it. */
+bool cuda_split_fits(const cuda_backend *b);
+/* BF16 pieces of W: 3 for FP32, 2 for TF32. */
+unsigned cuda_split_pieces(const cuda_backend *b);
+/* Elements in a row of the split X and W: pieces × the padded K. */
+uint32_t cuda_split_row(const cuda_backend *b);
+/* Layer 0's split weights and bias, for slot 0's frame's scale and bias. */
+int cuda_split_weights(cuda_backend *b, char **msg);
+void cuda_split_free(cuda_backend *b);
 
 /* ---- mlp_plan.c ------------------------------------------------------------ */
 

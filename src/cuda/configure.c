@@ -83,15 +83,20 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
       !(s->staging_out = cuda_staging_alloc(b->out_bytes, msg)))
     return -ENOMEM;
   CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
-  if (l->kind != PP_LAYOUT_TENSOR)
-    CUDA_CHECK(cudaMalloc((void **) &s->d_x, (size_t) l->n * l->k * sizeof(float)));
+  s->x = pp_cuda_a_for_layout(l, b->h_koff, s->d_in, b->d_koff);
+  if (l->kind != PP_LAYOUT_TENSOR) {
+    /* Room for the frame as floats (cublas) or as BF16 pieces (split). */
+    size_t row = l->k * sizeof(float);
+    if (s->x.kind == PP_A_U8_VEC4 || s->x.kind == PP_A_U8_GATHER)
+      row = MAX(row, cuda_split_row(b) * 2);
+    CUDA_CHECK(cudaMalloc(&s->d_x, l->n * row));
+  }
   for (unsigned i = 0; i < 2 && i + 1 < b->n_layers; i++) {
     CUDA_CHECK(cudaMalloc((void **) &s->d_h[i], (size_t) l->n * b->ldh * sizeof(float)));
     s->h[i] = (pp_cuda_a){ .kind = PP_A_F32, .data = s->d_h[i], .ld = b->ldh };
   }
   CUDA_CHECK(cudaMalloc((void **) &s->d_out, b->out_bytes));
   CUDA_CHECK(cudaMalloc(&s->workspace, LT_WORKSPACE_BYTES));
-  s->x = pp_cuda_a_for_layout(l, b->h_koff, s->d_in, b->d_koff);
   return 0;
 }
 

@@ -14,7 +14,7 @@
 
 static const char *const path_names[PP_N_PATHS] = {
   [PP_PATH_FUSED] = "fused",  [PP_PATH_SMALL] = "small",   [PP_PATH_OWN] = "own",
-  [PP_PATH_OWN_64] = "own64", [PP_PATH_CUBLAS] = "cublas",
+  [PP_PATH_OWN_64] = "own64", [PP_PATH_CUBLAS] = "cublas", [PP_PATH_SPLIT] = "split",
 };
 
 const char *
@@ -31,7 +31,7 @@ typedef struct {
   uint32_t row0, n;
   pp_cuda_a x;      /* the frame from sample row0 on */
   float *whole_out; /* where the last layer (or a whole-MLP kernel) writes row0's results */
-  bool converted;   /* the frame's bytes are in d_x as floats already */
+  bool converted;   /* the frame's bytes are in d_x already, as the first layer reads them */
 } rows_view;
 
 static rows_view
@@ -47,19 +47,26 @@ view_rows(const cuda_backend *b, const cuda_slot *s, uint32_t row0, uint32_t n)
   return v;
 }
 
-/* Where layer i reads its input as floats (cuBLAS), converting the frame
- * first when it is bytes. */
+/* Where layer i reads its input through cuBLASLt: the previous layer's
+ * floats, or the frame's, converted first when it is bytes (to floats for
+ * cublas, to BF16 pieces for split). */
 static int
-float_input(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, cudaStream_t stream,
-            const float **x, char **msg)
+gemm_input(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, pp_cuda_path path,
+           cudaStream_t stream, const void **x, char **msg)
 {
   if (i > 0) {
     *x = s->d_h[(i - 1) % 2] + (size_t) v->row0 * b->ldh;
     return 0;
   }
   *x = v->x.data;
-  if (s->x.kind != PP_A_F32) {
-    float *dst = s->d_x + (size_t) v->row0 * b->layout.k;
+  if (path == PP_PATH_SPLIT) {
+    const uint32_t row = cuda_split_row(b);
+    uint16_t *dst = (uint16_t *) s->d_x + (size_t) v->row0 * row;
+    if (!v->converted)
+      CUDA_CHECK(pp_cuda_convert_bf16(stream, &v->x, v->n, b->layout.k, cuda_split_pieces(b), dst));
+    *x = dst;
+  } else if (s->x.kind != PP_A_F32) {
+    float *dst = (float *) s->d_x + (size_t) v->row0 * b->layout.k;
     if (!v->converted)
       CUDA_CHECK(pp_cuda_convert(stream, &v->x, v->n, b->layout.k, dst, b->layout.k));
     *x = dst;
@@ -67,11 +74,14 @@ float_input(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, cudaS
   return 0;
 }
 
-/* cuBLASLt's plan for this many rows: the frame's, or a chunk's. */
+/* cuBLASLt's plan for this many rows on `path`: the frame's, or a
+ * chunk's (planned for the chosen path only). */
 static const pp_lt_gemm *
-lt_for(const cuda_layer *l, const cuda_backend *b, uint32_t n)
+lt_for(const cuda_layer *l, const cuda_backend *b, pp_cuda_path path, uint32_t n)
 {
-  return n == b->layout.n ? l->lt : n == b->chunk_rows ? l->lt_chunk : NULL;
+  if (n == b->layout.n)
+    return path == PP_PATH_SPLIT ? l->lt_split : l->lt;
+  return n == b->chunk_rows && path == l->path ? l->lt_chunk : NULL;
 }
 
 static int
@@ -101,17 +111,20 @@ run_layer(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, pp_cuda
           pp_cuda_gemm(stream, &x, n, l->in, l->wt, l->ldw, l->b, l->out, l->act, out, ldc, tile));
       return 0;
     }
-    case PP_PATH_CUBLAS: {
-      const float *x = NULL;
-      const int rc = float_input(b, s, v, i, stream, &x, msg);
+    case PP_PATH_CUBLAS:
+    case PP_PATH_SPLIT: {
+      const void *x = NULL;
+      const int rc = gemm_input(b, s, v, i, path, stream, &x, msg);
       if (rc < 0)
         return rc;
-      const pp_lt_gemm *lt = lt_for(l, b, n);
+      const pp_lt_gemm *lt = lt_for(l, b, path, n);
       if (!lt) {
-        *msg = g_strdup_printf("cuBLASLt has no plan for layer %u on %u rows", i + 1, n);
+        *msg = g_strdup_printf("cuBLASLt has no %s plan for layer %u on %u rows",
+                               cuda_path_name(path), i + 1, n);
         return -EINVAL;
       }
-      BLAS_CHECK(pp_lt_gemm_run(lt, stream, x, l->w, out, s->workspace));
+      BLAS_CHECK(pp_lt_gemm_run(lt, stream, x, path == PP_PATH_SPLIT ? l->w_split : l->w, out,
+                                s->workspace));
       return 0;
     }
     default:
@@ -151,7 +164,9 @@ run_view(cuda_backend *b, cuda_slot *s, const rows_view *v, pp_cuda_path force, 
   if (whole == PP_PATH_SMALL)
     return run_small(b, s, v, stream, msg);
   for (unsigned i = 0; i < b->n_layers; i++) {
-    const pp_cuda_path path = force == PP_N_PATHS ? b->layers[i].path : force;
+    pp_cuda_path path = force == PP_N_PATHS ? b->layers[i].path : force;
+    if (path == PP_PATH_SPLIT && i > 0)
+      path = PP_PATH_CUBLAS; /* split is for bytes: the first layer's */
     const int rc = run_layer(b, s, v, i, path, stream, msg);
     if (rc < 0)
       return rc;
@@ -175,12 +190,13 @@ pp_gpu_mlp_is_whole(const cuda_backend *b)
 
 /* ---- in place, layer by layer ---------------------------------------------- */
 
-/* Whether layer 0 reads the frame only through the conversion to floats
- * (cuBLAS on bytes), its GEMM then reading the slot's floats. */
+/* Whether layer 0 reads the frame only through a conversion (cuBLAS on
+ * bytes: to floats, or to BF16 pieces), its GEMM then reading d_x. */
 static bool
 converts_first(const cuda_backend *b, const cuda_slot *s)
 {
-  return b->layers[0].path == PP_PATH_CUBLAS && s->x.kind != PP_A_F32;
+  const pp_cuda_path path = b->layers[0].path;
+  return (path == PP_PATH_CUBLAS || path == PP_PATH_SPLIT) && s->x.kind != PP_A_F32;
 }
 
 bool
@@ -220,8 +236,8 @@ run_in_place_layers(cuda_backend *b, cuda_slot *s, const rows_view *v, cudaStrea
   const unsigned last = b->n_layers - 1;
   int rc;
   if (converts_first(b, s)) {
-    const float *x = NULL;
-    rc = float_input(b, s, v, 0, stream, &x, msg);
+    const void *x = NULL;
+    rc = gemm_input(b, s, v, 0, b->layers[0].path, stream, &x, msg);
   } else {
     rc = run_layer(b, s, v, 0, b->layers[0].path, stream, msg);
   }
@@ -260,9 +276,9 @@ pp_gpu_mlp_run_layer(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_path pat
 }
 
 int
-pp_gpu_mlp_layer_input(cuda_backend *b, cuda_slot *s, unsigned i, uint32_t n, cudaStream_t stream,
-                       const float **x, char **msg)
+pp_gpu_mlp_layer_input(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_path path, uint32_t n,
+                       cudaStream_t stream, const void **x, char **msg)
 {
   const rows_view rows = view_rows(b, s, 0, n);
-  return float_input(b, s, &rows, i, stream, x, msg);
+  return gemm_input(b, s, &rows, i, path, stream, x, msg);
 }

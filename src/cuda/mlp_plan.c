@@ -31,8 +31,11 @@ path_fits(const cuda_backend *b, pp_cuda_path path)
     return fused_fits(b);
   if (path == PP_PATH_SMALL)
     return small_fits(b);
-  if (path == PP_PATH_CUBLAS)
-    for (unsigned i = 0; i < b->n_layers; i++)
+  if (path == PP_PATH_SPLIT && !b->layers[0].lt_split)
+    return false;
+  /* split runs the layers after the first on cublas. */
+  if (path == PP_PATH_CUBLAS || path == PP_PATH_SPLIT)
+    for (unsigned i = path == PP_PATH_SPLIT ? 1 : 0; i < b->n_layers; i++)
       if (!b->layers[i].rowdot && !b->layers[i].lt)
         return false;
   return path < PP_N_PATHS;
@@ -89,23 +92,33 @@ pp_gpu_mlp_unplan(cuda_backend *b)
     pp_lt_gemm_destroy(b->layers[i].lt);
     b->layers[i].lt = NULL;
   }
+  if (b->n_layers)
+    cuda_split_free(b);
 }
 
-/* cuBLASLt's plan for layer i on `n` rows, on slot 0's buffers. */
+/* cuBLASLt's plan for layer i on `n` rows on `path` (cublas or split), on
+ * slot 0's buffers. */
 static int
-plan_layer(cuda_backend *b, unsigned i, uint32_t n, pp_lt_gemm **plan, char **msg)
+plan_layer(cuda_backend *b, unsigned i, pp_cuda_path path, uint32_t n, pp_lt_gemm **plan,
+           char **msg)
 {
   cuda_slot *s = &b->slots[0];
   const cuda_layer *l = &b->layers[i];
   const bool last = i + 1 == b->n_layers;
-  const float *x = NULL;
-  int rc = pp_gpu_mlp_layer_input(b, s, i, n, s->stream, &x, msg);
+  const bool split = path == PP_PATH_SPLIT;
+  const void *x = NULL;
+  int rc = pp_gpu_mlp_layer_input(b, s, i, path, n, s->stream, &x, msg);
   if (rc < 0)
     return rc;
-  BLAS_CHECK(pp_lt_gemm_plan(b->lt, n, l->in, l->out, i == 0 ? b->layout.k : b->ldh,
-                             last ? l->out : b->ldh, l->b, l->act,
-                             b->precision == PP_PRECISION_TF32, LT_WORKSPACE_BYTES, s->stream, x,
-                             l->w, last ? s->d_out : s->d_h[i % 2], s->workspace, plan));
+  const uint32_t k = split ? cuda_split_row(b) : l->in;
+  const uint32_t ldx = split ? k : i == 0 ? b->layout.k : b->ldh;
+  const pp_lt_math math = split                               ? PP_LT_BF16
+                          : b->precision == PP_PRECISION_TF32 ? PP_LT_TF32
+                                                              : PP_LT_FP32;
+  BLAS_CHECK(pp_lt_gemm_plan(b->lt, n, k, l->out, ldx, last ? l->out : b->ldh,
+                             split ? l->b_split : l->b, l->act, math, LT_WORKSPACE_BYTES, s->stream,
+                             x, split ? l->w_split : l->w, last ? s->d_out : s->d_h[i % 2],
+                             s->workspace, plan));
   return 0;
 }
 
@@ -117,11 +130,25 @@ plan_cublas(cuda_backend *b, char **msg)
   for (unsigned i = 0; i < b->n_layers; i++) {
     if (b->layers[i].rowdot)
       continue;
-    const int rc = plan_layer(b, i, b->layout.n, &b->layers[i].lt, msg);
+    const int rc = plan_layer(b, i, PP_PATH_CUBLAS, b->layout.n, &b->layers[i].lt, msg);
     if (rc < 0)
       return rc;
   }
   return 0;
+}
+
+/* The split path for a first layer of bytes; none where it does not fit or
+ * cuBLASLt has no plan. */
+static void
+plan_split(cuda_backend *b)
+{
+  char *why = NULL;
+  if (!cuda_split_fits(b))
+    return;
+  if (cuda_split_weights(b, &why) < 0 ||
+      plan_layer(b, 0, PP_PATH_SPLIT, b->layout.n, &b->layers[0].lt_split, &why) < 0)
+    cuda_split_free(b);
+  g_free(why);
 }
 
 int
@@ -132,9 +159,9 @@ pp_gpu_mlp_plan_chunks(cuda_backend *b, uint32_t rows, char **msg)
   const bool whole = b->whole != PP_N_PATHS;
   for (unsigned i = 0; i < b->n_layers && !whole; i++) {
     cuda_layer *l = &b->layers[i];
-    if (l->rowdot || l->path != PP_PATH_CUBLAS)
+    if (l->rowdot || (l->path != PP_PATH_CUBLAS && l->path != PP_PATH_SPLIT))
       continue;
-    const int rc = plan_layer(b, i, rows, &l->lt_chunk, msg);
+    const int rc = plan_layer(b, i, l->path, rows, &l->lt_chunk, msg);
     if (rc < 0) {
       pp_gpu_mlp_unplan_chunks(b);
       return rc;
@@ -164,11 +191,21 @@ force_paths(cuda_backend *b, const char *forced, char **msg)
       continue;
     if (p == PP_N_PATHS) {
       *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s: '%s' is not one of fused, small, own, "
-                             "own64, cublas, rowdot",
+                             "own64, cublas, split, rowdot",
                              forced, name);
       return -EINVAL;
     }
-    if (!path_fits(b, p)) {
+    if (p == PP_PATH_SPLIT && n > 1 && i > 0) {
+      *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s: split is for the first layer only", forced);
+      return -EINVAL;
+    }
+    if (p == PP_PATH_SPLIT && n == 1 && i > 0) {
+      b->layers[i].path = PP_PATH_CUBLAS; /* split runs the later layers on cublas */
+      continue;
+    }
+    /* Named per layer, split needs only its own plan. */
+    const bool fits = p == PP_PATH_SPLIT && n > 1 ? b->layers[0].lt_split != NULL : path_fits(b, p);
+    if (!fits) {
       *msg = g_strdup_printf("PINGPONG_CUDA_PATH=%s does not fit these shapes", forced);
       return -EINVAL;
     }
@@ -218,6 +255,7 @@ pp_gpu_mlp_plan(cuda_backend *b, char **msg)
   if (plan_cublas(b, &lt_error) < 0)
     pp_gpu_mlp_unplan(b);
   g_free(lt_error);
+  plan_split(b);
   double small = -1;
   if (small_fits(b) && (rc = tune_small_rows(b, &small, msg)) < 0)
     return rc;
@@ -233,7 +271,7 @@ pp_gpu_mlp_plan(cuda_backend *b, char **msg)
     double best = -1;
     for (int p = PP_PATH_OWN; p < PP_N_PATHS && !l->rowdot; p++) {
       double us;
-      if (p == PP_PATH_CUBLAS && !l->lt)
+      if ((p == PP_PATH_CUBLAS && !l->lt) || (p == PP_PATH_SPLIT && (i > 0 || !l->lt_split)))
         continue;
       if ((rc = time_run(b, (int) i, p, TUNE_REPS, &us, msg)) < 0)
         return rc;

@@ -15,6 +15,9 @@ pp_gpu_mlp_free_weights(cuda_backend *b)
     cudaFree(l->b);
     pp_lt_gemm_destroy(l->lt);
     pp_lt_gemm_destroy(l->lt_chunk);
+    pp_lt_gemm_destroy(l->lt_split);
+    cudaFree(l->w_split);
+    cudaFree(l->b_split);
   }
   memset(b->layers, 0, sizeof b->layers);
   b->n_layers = 0;

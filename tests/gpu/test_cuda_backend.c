@@ -19,11 +19,12 @@ static void
 test_every_path(void **state)
 {
   (void) state;
-  static const char *const paths[] = { "fused", "own", "own64", "cublas", "small" };
+  static const char *const paths[] = { "fused", "own", "own64", "cublas", "small", "split" };
   for (size_t s = 0; s < n_shapes; s++)
     for (size_t p = 0; p < G_N_ELEMENTS(paths); p++) {
       const bool two_layers = !shapes[s].n_layers && shapes[s].d <= 256;
-      if ((p == 0 && !(two_layers && shapes[s].o == 1)) || (p == 4 && !two_layers))
+      if ((p == 0 && !(two_layers && shapes[s].o == 1)) || (p == 4 && !two_layers) ||
+          (p == 5 && shapes[s].kind == PP_LAYOUT_TENSOR))
         continue;
       run_all(&shapes[s], paths[p], PP_COMPLETION_HOST_FUNC, true, p % 2 == 0, 2 + p % 2);
     }
@@ -64,10 +65,11 @@ test_chunks(void **state)
     { 0, "own", 4 },    { 0, "cublas", 5 }, { 0, "small", 8 },  { 0, "fused", 2 },
     { 1, "own64", 5 },  { 1, "cublas", 5 }, { 2, "fused", 3 },  { 2, "cublas", 6 },
     { 3, "cublas", 2 }, { 3, "own", 5 },    { 4, "own", 2 },    { 4, "cublas", 3 },
-    { 5, "cublas", 5 }, { 6, "own", 4 },    { 6, "cublas", 8 },
+    { 5, "cublas", 5 }, { 6, "own", 4 },    { 6, "cublas", 8 }, { 1, "split", 5 },
+    { 2, "split", 3 },  { 4, "split", 2 },
   };
-  /* Quick: rows, patches and tensors; our kernels and cuBLAS. */
-  static const size_t quick_cases[] = { 0, 6, 8, 2 };
+  /* Quick: rows, patches and tensors; our kernels, cuBLAS and split. */
+  static const size_t quick_cases[] = { 0, 6, 8, 2, 16 };
   static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
                                          PP_COMPLETION_CONSUMER };
   for (size_t n = 0; n < (quick ? G_N_ELEMENTS(quick_cases) : G_N_ELEMENTS(cases)); n++) {
@@ -94,8 +96,8 @@ test_chunks(void **state)
 /* Frames read in place (PINGPONG_CUDA_ZERO_COPY=1), each against the
  * float64 reference: the whole-MLP kernels read pinned frames and write
  * pinned results over the bus; layer by layer, the first layer reads the
- * frame (our GEMM's gather, cuBLAS's conversion, or cuBLAS on the floats
- * themselves) and the last writes the results (row-dot or a GEMM), in
+ * frame (our GEMM's gather, cuBLAS's conversion to floats or split's to
+ * BF16, or cuBLAS on the floats themselves) and the last writes the results (row-dot or a GEMM), in
  * models of one to four layers. Pageable frames go through the mapped
  * staging memory. */
 static void
@@ -106,8 +108,9 @@ test_zero_copy(void **state)
     size_t shape;
     const char *path;
   } cases[] = {
-    { 0, "small" }, { 0, "fused" },  { 2, "fused" }, { 2, "small" },  { 0, "cublas" }, { 0, "own" },
-    { 1, "own64" }, { 3, "cublas" }, { 4, "own" },   { 5, "cublas" }, { 6, "own" },
+    { 0, "small" }, { 0, "fused" }, { 2, "fused" },  { 2, "small" }, { 0, "cublas" },
+    { 0, "own" },   { 1, "own64" }, { 3, "cublas" }, { 4, "own" },   { 5, "cublas" },
+    { 6, "own" },   { 2, "split" }, { 6, "split" },
   };
   static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
                                          PP_COMPLETION_CONSUMER };

@@ -1,0 +1,214 @@
+/* The cuBLAS paths against a float64 CPU reference on fresh random inputs,
+ * outputs poisoned with NaN first: cuBLASLt's GEMM with its epilogues
+ * (FP32 and TF32), FP32 from BF16 tensor cores on a frame's bytes
+ * (split_bf16.cu), and the plain-cuBLAS reference MLP the benchmark checks
+ * against.
+ *
+ * Bounds as in test_cuda_kernels.c: 1e-5 for FP32 (and three BF16 pieces),
+ * 1e-3 for TF32 (and two). Exits 77 without a CUDA device. PP_GPU_QUICK=1
+ * (set under compute-sanitizer) keeps only the small shapes. */
+#include <cublasLt.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_mlp.h"
+#include "cublas_reference.h"
+#include "gemm_cublaslt.h"
+#include "kernel_check.h"
+
+#define TF32_REL_TOL 1e-3
+
+static uint64_t seed;
+static bool quick;
+static const pp_act ID = { PP_ACT_IDENTITY, 0.0f }, RELU = { PP_ACT_RELU, 0.0f };
+
+/* ---- cuBLAS paths ------------------------------------------------------------------ */
+
+static void
+check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n, pp_act act,
+         bool tf32)
+{
+  float *x = g_new(float, (size_t) m *k), *w = g_new(float, (size_t) n *k), *b = g_new(float, n);
+  test_rng_fill_floats(rng, x, (size_t) m * k, -1, 1);
+  test_rng_fill_floats(rng, w, (size_t) n * k, -1, 1);
+  test_rng_fill_floats(rng, b, n, -1, 1);
+  float *d_x = device_copy(x, (size_t) m * k * sizeof(float));
+  float *d_w = device_copy(w, (size_t) n * k * sizeof(float));
+  float *d_b = device_copy(b, n * sizeof(float));
+  const uint32_t ldc = pp_cuda_pad4(n);
+  float *d_c = device_poisoned((size_t) m * ldc);
+  void *ws = device_copy(NULL, 32u << 20);
+  pp_lt_gemm *g = NULL;
+  assert_int_equal(pp_lt_gemm_plan(lt, m, k, n, k, ldc, d_b, act, tf32 ? PP_LT_TF32 : PP_LT_FP32,
+                                   32u << 20, kc_stream, d_x, d_w, d_c, ws, &g),
+                   CUBLAS_STATUS_SUCCESS);
+  CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * ldc * sizeof(float), kc_stream));
+  assert_int_equal(pp_lt_gemm_run(g, kc_stream, d_x, d_w, d_c, ws), CUBLAS_STATUS_SUCCESS);
+  float *c = host_result(d_c, (size_t) m * ldc);
+  float *packed = g_new(float, (size_t) m *n);
+  for (uint32_t r = 0; r < m; r++)
+    memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
+  double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
+  reference_linear(x, m, k, w, b, n, act, ref, mag);
+  g_autofree char *what =
+      g_strdup_printf("cublaslt %u×%u×%u act%d %s", m, k, n, act.kind, tf32 ? "tf32" : "fp32");
+  expect_close(what, packed, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
+               tf32 ? TF32_REL_TOL : PP_FP32_REL_TOL);
+  pp_lt_gemm_destroy(g);
+  g_free(x), g_free(w), g_free(b), g_free(c), g_free(packed), g_free(ref), g_free(mag);
+  cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_c), cudaFree(ws);
+}
+
+static void
+test_cublas_paths(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 4);
+  cublasLtHandle_t lt;
+  assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  check_lt(&rng, lt, 1000, 777, 300, ID, false);
+  check_lt(&rng, lt, 1000, 777, 7, RELU, false);
+  check_lt(&rng, lt, 1000, 777, 300, ID, true);
+  /* Activations without an epilogue of their own run after it. */
+  check_lt(&rng, lt, 500, 99, 37, (pp_act){ PP_ACT_GELU, 0 }, false);
+  check_lt(&rng, lt, 500, 99, 37, (pp_act){ PP_ACT_LEAKY_RELU, 0.1f }, false);
+  cublasLtDestroy(lt);
+
+  /* The plain-cuBLAS reference MLP, against the CPU. */
+  cublasHandle_t blas;
+  assert_int_equal(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  const uint32_t outs[3] = { 1, 7, 3 };
+  for (int i = 0; i < 3; i++) {
+    input in = make_input(&rng, PP_LAYOUT_ROWS, PP_PIXEL_RGB, 300, 300, 0);
+    const uint32_t n = in.layout.n, k = in.layout.k, d = 129, o = outs[i];
+    pp_model *m = NULL;
+    if (i < 2) {
+      m = random_model(&rng, k, d, o, i == 1, true);
+    } else { /* three layers, GELU and tanh */
+      const uint32_t widths[3] = { d, 65, o };
+      const pp_act acts[3] = { { PP_ACT_GELU, 0 }, { PP_ACT_TANH, 0 }, ID };
+      assert_int_equal(pp_model_generate_layers(k, 3, widths, acts, &m), 0);
+    }
+    pp_reference_layer layers[3];
+    for (unsigned l = 0; l < m->n_layers; l++) {
+      const pp_layer *ml = &m->layers[l];
+      layers[l] = (pp_reference_layer){ device_copy(ml->w, (size_t) ml->out * ml->in * 4),
+                                        device_copy(ml->b, ml->out * 4), ml->in, ml->out, ml->act };
+    }
+    float *xs = device_poisoned((size_t) n * k);
+    float *hs[2] = { device_poisoned((size_t) n * d), device_poisoned((size_t) n * d) };
+    float *d_y = device_poisoned((size_t) n * o);
+    assert_int_equal(
+        pp_cublas_reference_mlp(blas, kc_stream, &in.a, n, layers, m->n_layers, false, xs, hs, d_y),
+        CUBLAS_STATUS_SUCCESS);
+    float *y = host_result(d_y, (size_t) n * o);
+    double *ref = g_new(double, (size_t) n *o), *mag = g_new(double, (size_t) n *o);
+    test_reference_mlp(m, in.x, n, ref, mag);
+    g_autofree char *what =
+        g_strdup_printf("cublas reference mlp, %u layers, O=%u", m->n_layers, o);
+    expect_close(what, y, ref, mag, (size_t) n * o, true, PP_FP32_REL_TOL);
+    g_free(y), g_free(ref), g_free(mag);
+    for (unsigned l = 0; l < m->n_layers; l++)
+      cudaFree((void *) layers[l].w), cudaFree((void *) layers[l].b);
+    cudaFree(xs), cudaFree(hs[0]), cudaFree(hs[1]), cudaFree(d_y);
+    pp_model_free(m);
+    free_input(&in);
+  }
+  cublasDestroy(blas);
+}
+
+/* ---- FP32 on BF16 tensor cores (split_bf16.cu) ---------------------------------- */
+
+/* A layer reading a frame's bytes as split_bf16.cu computes it: W split
+ * into `pieces` BF16 pieces with the frame's scale folded in, the bytes
+ * centred and repeated, one BF16 GEMM through cuBLASLt. W and b of a real
+ * layer's size (±0.2, ±0.5); against the float64 reference, FP32's bound
+ * with three pieces and TF32's with two. */
+static void
+check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_format format,
+            pp_layout_kind kind, uint32_t m, uint32_t k, uint32_t n, uint32_t patch, pp_act act,
+            unsigned pieces)
+{
+  input in = make_input(rng, kind, format, m, k, patch);
+  m = in.layout.n;
+  k = in.layout.k;
+  float *w = g_new(float, (size_t) n *k), *b = g_new(float, n);
+  test_rng_fill_floats(rng, w, (size_t) n * k, -0.2f, 0.2f);
+  test_rng_fill_floats(rng, b, n, -0.5f, 0.5f);
+  float *d_w = device_copy(w, (size_t) n * k * sizeof(float));
+  float *d_b = device_copy(b, n * sizeof(float));
+  const uint32_t kp = pp_cuda_split_kp(k), ld = pieces * kp;
+  void *d_ws = device_copy(NULL, (size_t) n * ld * 2);
+  float *d_bs = device_poisoned(n);
+  void *d_xs = device_copy(NULL, (size_t) m * ld * 2);
+  CHECK_CUDA(cudaMemsetAsync(d_xs, 0xFF, (size_t) m * ld * 2, kc_stream)); /* NaNs */
+  float *d_c = device_poisoned((size_t) m * n);
+  void *ws = device_copy(NULL, 32u << 20);
+  CHECK_CUDA(
+      pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, in.a.scale, in.a.bias, d_b, d_ws, d_bs));
+  CHECK_CUDA(pp_cuda_convert_bf16(kc_stream, &in.a, m, k, pieces, d_xs));
+  pp_lt_gemm *g = NULL;
+  assert_int_equal(pp_lt_gemm_plan(lt, m, ld, n, ld, n, d_bs, act, PP_LT_BF16, 32u << 20, kc_stream,
+                                   d_xs, d_ws, d_c, ws, &g),
+                   CUBLAS_STATUS_SUCCESS);
+  CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * n * sizeof(float), kc_stream));
+  assert_int_equal(pp_lt_gemm_run(g, kc_stream, d_xs, d_ws, d_c, ws), CUBLAS_STATUS_SUCCESS);
+  float *c = host_result(d_c, (size_t) m * n);
+  double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
+  reference_linear(in.x, m, k, w, b, n, act, ref, mag);
+  g_autofree char *what =
+      g_strdup_printf("bf16 ×%u %s %u×%u×%u act%d", pieces, name, m, k, n, act.kind);
+  expect_close(what, c, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
+               pieces >= 3 ? PP_FP32_REL_TOL : TF32_REL_TOL);
+  pp_lt_gemm_destroy(g);
+  g_free(w), g_free(b), g_free(c), g_free(ref), g_free(mag);
+  cudaFree(d_w), cudaFree(d_b), cudaFree(d_ws), cudaFree(d_bs), cudaFree(d_xs), cudaFree(d_c);
+  cudaFree(ws);
+  free_input(&in);
+}
+
+static void
+test_split_bf16(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 6);
+  cublasLtHandle_t lt;
+  assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  for (unsigned pieces = 2; pieces <= 3; pieces++) {
+    /* K a multiple of no 8 (padding), gathers, and a ReLU. */
+    check_split(&rng, lt, "gray8 rows", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 300, 777, 129, 0, ID,
+                pieces);
+    check_split(&rng, lt, "bgr patches (gather)", PP_PIXEL_BGR, PP_LAYOUT_PATCHES, 300, 0, 33, 7,
+                RELU, pieces);
+    check_split(&rng, lt, "rgb patches (u8x4)", PP_PIXEL_RGB, PP_LAYOUT_PATCHES, 200, 0, 64, 8,
+                RELU, pieces);
+    if (!quick)
+      check_split(&rng, lt, "seed layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 1024, 1024, 1024, 0,
+                  RELU, pieces);
+  }
+  /* Only bytes split exactly. */
+  const pp_cuda_a floats = { .kind = PP_A_F32, .data = (void *) 16, .ld = 4 };
+  assert_int_equal(pp_cuda_convert_bf16(kc_stream, &floats, 1, 4, 3, (void *) 16),
+                   cudaErrorInvalidValue);
+  cublasLtDestroy(lt);
+}
+
+int
+main(void)
+{
+  if (!test_cuda_usable())
+    return 77;
+  seed = test_seed();
+  quick = g_getenv("PP_GPU_QUICK") != NULL;
+  if (cudaStreamCreateWithFlags(&kc_stream, cudaStreamNonBlocking) != cudaSuccess)
+    return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_cublas_paths),
+    cmocka_unit_test(test_split_bf16),
+  };
+  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  cudaStreamDestroy(kc_stream);
+  return failed;
+}
