@@ -94,20 +94,33 @@ cudaError_t pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
                               pp_act hidden_act, const float *w1, const float *b1, pp_act out_act,
                               float *y, pp_fused_tile tile);
 
+/* ---- A frame's done signal ---------------------------------------------
+ * When a kernel does a frame's whole work, its last block to finish writes
+ * `seq` to `flag` (host memory the device can write: pinned and mapped)
+ * after every block's results are visible to the host; `count` (device,
+ * zero before the first frame) counts the blocks and is left at zero. One
+ * signal per stream: frames take turns on it. */
+typedef struct {
+  unsigned *count;
+  volatile unsigned *flag;
+  unsigned seq;
+} pp_cuda_done_signal;
+
 /* ---- A two-layer MLP for small frames, over many blocks ---------------
  * y[i][o] = out_act(hidden_act(X[i]·W0ᵀ + b0) · w1[o] + b1[o]) for
  * D ≤ PP_SMALL_MAX_D and O ≤ PP_ROWDOT_MAX_O; w1 is O×D row-major; W0ᵀ
  * is read as float4s, so ldw is a multiple of 4 and w0t 16-byte aligned
  * (cudaMalloc's are). Each block owns `rows_per_block` rows (1, 2, 4 or
  * 8), so a 256-row frame runs on 32-256 blocks instead of the one to four
- * of the tiled kernels. */
+ * of the tiled kernels. `done` (or NULL): the frame's done signal. */
 #define PP_SMALL_MAX_D 256
 #define PP_SMALL_ROW_CHOICES 4 /* rows_per_block = 1 << i, i < this */
 
 cudaError_t pp_cuda_mlp_small(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                               const float *w0t, uint32_t ldw, const float *b0, uint32_t d,
                               pp_act hidden_act, const float *w1, const float *b1, uint32_t o,
-                              pp_act out_act, float *y, uint32_t rows_per_block);
+                              pp_act out_act, float *y, uint32_t rows_per_block,
+                              const pp_cuda_done_signal *done);
 
 /* ---- A last layer with small O: y[i][o] = act(h[i]·w1[o] + b1[o]) -----
  * One warp per row; w1 is O×D row-major; O ≤ PP_ROWDOT_MAX_O (O = 1 is the

@@ -11,8 +11,13 @@
  *   output is a warp's dot product with w1.
  *
  * Every block reads the whole of W0 (from L2), so this wins only while
- * frames are small; the planner times it against the other paths. */
+ * frames are small; the planner times it against the other paths.
+ *
+ * With a `done` signal the last block to finish writes the frame's
+ * sequence number to host memory, so the host sees the frame done without
+ * an event record or a query of one (pp_cuda_done_signal). */
 #include "activation.h"
+#include "done_signal.cuh"
 #include "gemm_mainloop.cuh"
 
 namespace
@@ -29,7 +34,7 @@ __launch_bounds__(kThreads)
     mlp_small(const pp_cuda_a x, unsigned m, unsigned k, const float *__restrict__ w0t,
               unsigned ldw, const float *__restrict__ b0, unsigned d, pp_act hidden_act,
               const float *__restrict__ w1, const float *__restrict__ b1, unsigned o,
-              pp_act out_act, float *__restrict__ y)
+              pp_act out_act, float *__restrict__ y, pp_cuda_done_signal done)
 {
   constexpr int DQ = DP / 4;        /* float4 columns of hidden units */
   constexpr int KS = kThreads / DQ; /* K-splits */
@@ -108,16 +113,17 @@ __launch_bounds__(kThreads)
     if (lane == 0)
       y[(size_t) row * o + out] = pp_act_apply(out_act, sum + (b1 ? __ldg(b1 + out) : 0.f));
   }
+  pp::raise_done(done);
 }
 
 template <int DP, int RB>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
        uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
-       const float *b1, uint32_t o, pp_act out_act, float *y)
+       const float *b1, uint32_t o, pp_act out_act, float *y, const pp_cuda_done_signal &done)
 {
-  mlp_small<DP, RB><<<(m + RB - 1) / RB, kThreads, 0, stream>>>(*x, m, k, w0t, ldw, b0, d,
-                                                                hidden_act, w1, b1, o, out_act, y);
+  mlp_small<DP, RB><<<(m + RB - 1) / RB, kThreads, 0, stream>>>(
+      *x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y, done);
   return cudaGetLastError();
 }
 
@@ -125,17 +131,22 @@ template <int DP>
 cudaError_t
 launch_rows(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
             uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
-            const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows)
+            const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows,
+            const pp_cuda_done_signal &done)
 {
   switch (rows) {
     case 1:
-      return launch<DP, 1>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
+      return launch<DP, 1>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                           done);
     case 2:
-      return launch<DP, 2>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
+      return launch<DP, 2>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                           done);
     case 4:
-      return launch<DP, 4>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
+      return launch<DP, 4>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                           done);
     case 8:
-      return launch<DP, 8>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y);
+      return launch<DP, 8>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
+                           done);
     default:
       return cudaErrorInvalidValue;
   }
@@ -146,22 +157,25 @@ launch_rows(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, con
 extern "C" cudaError_t
 pp_cuda_mlp_small(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k, const float *w0t,
                   uint32_t ldw, const float *b0, uint32_t d, pp_act hidden_act, const float *w1,
-                  const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows_per_block)
+                  const float *b1, uint32_t o, pp_act out_act, float *y, uint32_t rows_per_block,
+                  const pp_cuda_done_signal *done)
 {
+  const pp_cuda_done_signal none = { NULL, NULL, 0 };
   if (!stream || !x || !w0t || !w1 || !y || m == 0 || k == 0 || d == 0 || d > PP_SMALL_MAX_D ||
       o == 0 || o > PP_ROWDOT_MAX_O || ldw < d || ldw % 4 || (reinterpret_cast<size_t>(w0t) & 15) ||
-      (x->kind != PP_A_F32 && !x->k_offset))
+      (x->kind != PP_A_F32 && !x->k_offset) || (done && (!done->count || !done->flag)))
     return cudaErrorInvalidValue;
+  const pp_cuda_done_signal &signal = done ? *done : none;
   /* Hidden units padded to whole warps, so a warp shares its K-split. */
   if (d <= 32)
     return launch_rows<32>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           rows_per_block);
+                           rows_per_block, signal);
   if (d <= 64)
     return launch_rows<64>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                           rows_per_block);
+                           rows_per_block, signal);
   if (d <= 128)
     return launch_rows<128>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                            rows_per_block);
+                            rows_per_block, signal);
   return launch_rows<256>(stream, x, m, k, w0t, ldw, b0, d, hidden_act, w1, b1, o, out_act, y,
-                          rows_per_block);
+                          rows_per_block, signal);
 }

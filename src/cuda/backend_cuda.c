@@ -4,6 +4,8 @@
  *
  *   H2D copy → MLP kernels → D2H copy → completion (host function or event)
  *
+ * (a small frame read in place is one kernel that raises its own done
+ * signal instead of the event) *
  * The MLP's kernels are captured once per slot as a CUDA graph, so a frame
  * costs two copies, one graph launch and one completion call. Only the
  * kernels go in the graph (docs/PERFORMANCE.md, measured on the H100 host):
@@ -131,6 +133,8 @@ enqueue_mlp(cuda_backend *b, cuda_slot *s, char **msg)
 static int
 enqueue_completion(cuda_backend *b, cuda_slot *s, cudaStream_t stream, char **msg)
 {
+  if (s->signal_seq)
+    return 0; /* the frame's kernel says it is done itself */
   if (b->completion == PP_COMPLETION_HOST_FUNC)
     CUDA_CHECK(cudaLaunchHostFunc(stream, host_done, s));
   else
@@ -195,11 +199,28 @@ cuda_last_stream(const cuda_backend *b, const cuda_slot *s, const void *src)
   return src && b->chunks > 1 ? s->copy_out : s->stream;
 }
 
+/* The done signal a frame read in place raises, or 0 for its event: when
+ * one kernel does the whole frame, the waiter polls the word it writes
+ * instead of an event recorded after it, which saves a driver call on
+ * each side of a paced frame (docs/PERFORMANCE.md). Not on frames whose
+ * stage times are read: those come from the events around the kernel. */
+static unsigned
+next_signal(cuda_backend *b, cuda_slot *s)
+{
+  if (!b->use_signal || s->timed || b->completion == PP_COMPLETION_HOST_FUNC ||
+      !pp_gpu_mlp_can_signal(b))
+    return 0;
+  if (++s->last_seq == 0) /* 0 means no signal */
+    s->last_seq = 1;
+  return s->last_seq;
+}
+
 /* Zero-copy: one kernel reads the frame where it lies and writes the result
  * where it goes. Its time counts as the MLP's; the copies take none. */
 static int
 enqueue_in_place(cuda_backend *b, cuda_slot *s, const void *src, float *dst, char **msg)
 {
+  s->signal_seq = next_signal(b, s);
   CUDA_CHECK(mark(s, s->ev_start));
   CUDA_CHECK(mark(s, s->ev_h2d));
   const int rc = pp_gpu_mlp_run_in_place(b, s, src, dst, s->stream, msg);
@@ -268,6 +289,7 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   }
   float *dst = job->output_pinned ? job->output : s->staging_out;
   s->staged_out = !job->output_pinned;
+  s->signal_seq = 0;
   s->timed = s->frames++ % b->timing_period == 0;
   const int64_t t1 = b->trace ? pp_now_ns() : 0;
   b->trace_mark_ns = t1;
@@ -490,6 +512,7 @@ cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
       opts->completion == PP_COMPLETION_AUTO ? PP_COMPLETION_EVENT_THREAD : opts->completion;
   const char *graphs = g_getenv("PINGPONG_CUDA_GRAPHS");
   b->use_graphs = !graphs || strcmp(graphs, "0") != 0;
+  b->use_signal = g_strcmp0(g_getenv("PINGPONG_CUDA_SIGNAL"), "0") != 0;
   b->trace = g_strcmp0(g_getenv("PINGPONG_CUDA_TRACE"), "1") == 0;
   b->timing_period = opts->time_every_frame ? 1 : TIMING_PERIOD;
   g_mutex_init(&b->lock);

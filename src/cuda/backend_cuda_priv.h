@@ -46,6 +46,13 @@ typedef struct {
   cudaStream_t compute, copy_out;
   cudaEvent_t ev_in[PP_MAX_CHUNKS], ev_out[PP_MAX_CHUNKS];
   cudaGraphExec_t chunk_exec[PP_MAX_CHUNKS];
+  /* The done signal of a frame whose one kernel raises it (small, read in
+   * place): a word of pinned host memory the kernel writes (done_flag,
+   * d_done_flag for the device) and the kernel's block count. signal_seq:
+   * what the current frame writes, 0 when it has an event instead. */
+  volatile unsigned *done_flag;
+  unsigned *d_done_flag, *d_done_count;
+  unsigned signal_seq, last_seq;
   bool staged_out;
   bool timed;
   uint64_t frames;
@@ -81,6 +88,7 @@ struct cuda_backend {
   pp_precision precision;
   pp_completion completion;
   bool use_graphs;
+  bool use_signal; /* PINGPONG_CUDA_SIGNAL=0: every frame by its event, for comparisons */
   cudaStream_t setup_stream;
   cublasLtHandle_t lt;
 
@@ -98,6 +106,9 @@ struct cuda_backend {
   /* PP_PATH_FUSED or PP_PATH_SMALL: the whole two-layer MLP in one
    * kernel; PP_N_PATHS: layer by layer. */
   pp_cuda_path whole;
+  /* A whole-MLP kernel that fits but lost to the layers on the MLP alone
+   * (PP_N_PATHS if none): chunks.c times it on whole frames too. */
+  pp_cuda_path whole_alt;
   pp_fused_tile fused_tile;
   uint32_t small_rows; /* mlp_small's rows per block, as tuned */
   /* Frames from host memory in `chunks` chunks of chunk_rows samples
@@ -205,6 +216,8 @@ void cuda_report_pending(cuda_backend *b);
 
 int cuda_configure(pp_backend *b, const pp_model *model, const pp_frame_layout *layout,
                    unsigned n_slots, char **msg);
+/* Slot s's graphs for the kernels as now chosen (none without graphs). */
+void cuda_capture_slot(cuda_backend *b, cuda_slot *s);
 void cuda_free_slots(cuda_backend *b);
 
 /* ---- chunks.c ------------------------------------------------------------------ */
@@ -263,6 +276,9 @@ int pp_gpu_mlp_run_between(cuda_backend *b, cuda_slot *s, cudaStream_t stream, c
  * writes the results, the layers between on the device as ever. */
 int pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float *out,
                             cudaStream_t stream, char **msg);
+/* Whether a frame read in place can raise its own done signal: one kernel
+ * does the whole frame. */
+bool pp_gpu_mlp_can_signal(const cuda_backend *b);
 /* Layer i alone on the whole frame; where layer i reads its first n rows
  * on `path` (cublas: as floats, split: as BF16 pieces, converting the
  * frame's bytes first). For mlp_plan.c. */

@@ -42,6 +42,9 @@ free_slot(cuda_slot *s, size_t frame_bytes, size_t out_bytes)
   cudaFree(s->d_h[1]);
   cudaFree(s->d_out);
   cudaFree(s->workspace);
+  cudaFree(s->d_done_count);
+  if (s->done_flag)
+    cudaFreeHost((void *) s->done_flag);
   cuda_staging_free(s->staging_in, frame_bytes);
   cuda_staging_free(s->staging_out, out_bytes);
   memset(s, 0, sizeof *s);
@@ -97,6 +100,11 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
   }
   CUDA_CHECK(cudaMalloc((void **) &s->d_out, b->out_bytes));
   CUDA_CHECK(cudaMalloc(&s->workspace, LT_WORKSPACE_BYTES));
+  CUDA_CHECK(cudaHostAlloc((void **) &s->done_flag, sizeof *s->done_flag, cudaHostAllocMapped));
+  *s->done_flag = 0;
+  CUDA_CHECK(cudaHostGetDevicePointer((void **) &s->d_done_flag, (void *) s->done_flag, 0));
+  CUDA_CHECK(cudaMalloc((void **) &s->d_done_count, sizeof *s->d_done_count));
+  CUDA_CHECK(cudaMemsetAsync(s->d_done_count, 0, sizeof *s->d_done_count, s->stream));
   return 0;
 }
 
@@ -144,6 +152,26 @@ probe_launch_cost(cuda_backend *b)
   }
 }
 
+/* Slot s's kernels as a graph (and, layer by layer, those a frame read in
+ * place runs between its reader and its last layer), replacing any it
+ * had; a failed capture leaves the slot on direct launches, which do the
+ * same work. */
+void
+cuda_capture_slot(cuda_backend *b, cuda_slot *s)
+{
+  drop_graph(s);
+  if (!b->use_graphs)
+    return;
+  const cuda_graph_part whole = { 0, b->layout.n, false }, between = { 0, 0, true };
+  char *why = NULL;
+  if (cuda_capture(b, s, whole, &s->exec, &why) < 0 ||
+      (pp_gpu_mlp_has_between(b) && cuda_capture(b, s, between, &s->between_exec, &why) < 0)) {
+    g_warning("slot %u runs without a CUDA graph: %s", s->index, why);
+    g_free(why);
+    drop_graph(s);
+  }
+}
+
 int
 cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
                unsigned n_slots, char **msg)
@@ -182,23 +210,13 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   if ((rc = cuda_anchor_clock(b, msg)) < 0)
     goto fail;
 
-  /* Each slot's kernels as a graph (and, layer by layer, those a frame
-   * read in place runs between its reader and its last layer); a failed
-   * capture leaves the slot on direct launches, which do the same work. */
-  const bool graphs = b->use_graphs;
-  const cuda_graph_part whole = { 0, b->layout.n, false }, between = { 0, 0, true };
-  for (unsigned i = 0; i < n_slots && graphs; i++) {
-    cuda_slot *s = &b->slots[i];
-    char *why = NULL;
-    if (cuda_capture(b, s, whole, &s->exec, &why) < 0 ||
-        (pp_gpu_mlp_has_between(b) && cuda_capture(b, s, between, &s->between_exec, &why) < 0)) {
-      g_warning("slot %u runs without a CUDA graph: %s", i, why);
-      g_free(why);
-      drop_graph(s);
-    }
-  }
+  /* Slot 0's graphs first: planning the frames times them, and may change
+   * the kernels (to a whole-MLP kernel that lost on the MLP alone). */
+  cuda_capture_slot(b, &b->slots[0]);
   if ((rc = cuda_plan_frames(b, msg)) < 0)
     goto fail;
+  for (unsigned i = 1; i < n_slots; i++)
+    cuda_capture_slot(b, &b->slots[i]);
   char kernels[96], chunks[32] = "";
   pp_gpu_mlp_describe(b, kernels, sizeof kernels);
   if (b->chunks > 1)

@@ -32,12 +32,13 @@ typedef struct {
   pp_cuda_a x;      /* the frame from sample row0 on */
   float *whole_out; /* where the last layer (or a whole-MLP kernel) writes row0's results */
   bool converted;   /* the frame's bytes are in d_x already, as the first layer reads them */
+  unsigned signal;  /* a whole-MLP kernel raises the slot's done signal with this, if not 0 */
 } rows_view;
 
 static rows_view
 view_rows(const cuda_backend *b, const cuda_slot *s, uint32_t row0, uint32_t n)
 {
-  rows_view v = { row0, n, s->x, s->d_out + (size_t) row0 * b->o, false };
+  rows_view v = { row0, n, s->x, s->d_out + (size_t) row0 * b->o, false, 0 };
   /* Chunks start at a whole row of samples (chunks.c), so sample row0's
    * origin is that row's first byte and the others follow from it. */
   if (v.x.kind == PP_A_F32)
@@ -147,10 +148,10 @@ static int
 run_small(cuda_backend *b, cuda_slot *s, const rows_view *v, cudaStream_t stream, char **msg)
 {
   const cuda_layer *l0 = &b->layers[0], *l1 = &b->layers[1];
-  (void) s;
+  const pp_cuda_done_signal done = { s->d_done_count, s->d_done_flag, v->signal };
   CUDA_CHECK(pp_cuda_mlp_small(stream, &v->x, v->n, b->layout.k, l0->wt, l0->ldw, l0->b, l0->out,
-                               l0->act, l1->w, l1->b, l1->out, l1->act, v->whole_out,
-                               b->small_rows));
+                               l0->act, l1->w, l1->b, l1->out, l1->act, v->whole_out, b->small_rows,
+                               v->signal ? &done : NULL));
   return 0;
 }
 
@@ -254,9 +255,16 @@ pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, float 
   rows_view v = view_rows(b, s, 0, b->layout.n);
   v.x.data = frame;
   v.whole_out = out;
+  v.signal = s->signal_seq;
   if (s->between_exec)
     return run_in_place_layers(b, s, &v, stream, msg);
   return run_view(b, s, &v, PP_N_PATHS, stream, msg);
+}
+
+bool
+pp_gpu_mlp_can_signal(const cuda_backend *b)
+{
+  return b->whole == PP_PATH_SMALL;
 }
 
 int

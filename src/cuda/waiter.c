@@ -1,5 +1,5 @@
 /* Reporting each frame's completion, in submission order, from its done
- * event: by a thread of the backend's own (completion=event-thread), or on
+ * event (or the done signal its kernel raises, frame_state): by a thread of the backend's own (completion=event-thread), or on
  * the consumer's thread just before it pops the frame
  * (completion=consumer, cuda_wait), which saves the wake-up of one thread
  * by another on every frame. Either way the wait sleeps until shortly
@@ -42,19 +42,33 @@ poll_time(int64_t from_ns, double expected_us, double margin_us)
  * at some point during it, the sleep too long by an unknown amount. */
 typedef enum { SEEN_POLLING, SEEN_AT_ONCE, SEEN_AFTER_SLEEP } seen_how;
 
-/* Waits for a frame's `done` event: sleeps in short steps (looking at the
- * event between them) until `poll_from`, polls from then on, and after
+/* Where slot s's frame is: done (cudaSuccess), not yet, or failed. By its
+ * done signal when its kernel raises one: a kernel that failed never
+ * does, so `thorough` also asks the stream, which then reports the error
+ * (or that everything on it has ended). By its event otherwise. */
+static cudaError_t
+frame_state(const cuda_slot *s, bool thorough)
+{
+  if (!s->signal_seq)
+    return cudaEventQuery(s->ev_done);
+  if (__atomic_load_n(s->done_flag, __ATOMIC_ACQUIRE) == s->signal_seq)
+    return cudaSuccess;
+  return thorough ? cudaStreamQuery(s->stream) : cudaErrorNotReady;
+}
+
+/* Waits for slot s's frame (frame_state): sleeps in short steps (looking at
+ * it between them) until `poll_from`, polls from then on, and after
  * POLL_AT_MOST_US of polling blocks instead, or with a `deadline`
  * (pp_now_ns; 0 for none) sleeps in steps until then and returns
  * cudaErrorNotReady. Short steps keep an estimate that runs high from
  * costing more than a step. */
 static cudaError_t
-wait_for_frame(cudaEvent_t done, int64_t poll_from, int64_t deadline, seen_how *how)
+wait_for_frame(const cuda_slot *s, int64_t poll_from, int64_t deadline, seen_how *how)
 {
   int64_t give_up = 0;
   cudaError_t err;
   *how = SEEN_AT_ONCE;
-  while ((err = cudaEventQuery(done)) == cudaErrorNotReady) {
+  while ((err = frame_state(s, give_up && pp_now_ns() > give_up)) == cudaErrorNotReady) {
     const int64_t now = pp_now_ns();
     if (deadline && now >= deadline)
       return err;
@@ -67,14 +81,16 @@ wait_for_frame(cudaEvent_t done, int64_t poll_from, int64_t deadline, seen_how *
     if (!give_up)
       give_up = now + POLL_AT_MOST_US * 1000;
     else if (now > give_up && !deadline)
-      return cudaEventSynchronize(done);
+      return s->signal_seq ? cudaStreamSynchronize(s->stream) : cudaEventSynchronize(s->ev_done);
     else if (now > give_up) {
       g_usleep(SLEEP_STEP_US);
       continue;
     }
     *how = SEEN_POLLING;
-    while (pp_now_ns() < now + POLL_GAP_NS)
-      ; /* awake, but off the driver's locks */
+    /* Awake, but off the driver's locks; a done signal takes none. */
+    const int64_t gap_ns = s->signal_seq ? 0 : POLL_GAP_NS;
+    while (pp_now_ns() < now + gap_ns)
+      ;
   }
   return err;
 }
@@ -156,8 +172,7 @@ cuda_waiter_main(gpointer data)
     g_mutex_unlock(&b->lock);
 
     seen_how how;
-    const cudaError_t err =
-        wait_for_frame(s->ev_done, poll_time(submitted, expected_us, 0), 0, &how);
+    const cudaError_t err = wait_for_frame(s, poll_time(submitted, expected_us, 0), 0, &how);
     report(b, index, err);
     g_mutex_lock(&b->lock);
     learn_frame_time(b, submitted, how);
@@ -210,7 +225,7 @@ cuda_wait(pp_backend *base, unsigned index, int64_t timeout_ns)
   seen_how how = SEEN_AT_ONCE;
   cudaError_t err = cuda_bind_context(b);
   if (err == cudaSuccess)
-    err = wait_for_frame(b->slots[index].ev_done, poll_from, deadline, &how);
+    err = wait_for_frame(&b->slots[index], poll_from, deadline, &how);
   if (err == cudaErrorNotReady)
     return -EAGAIN;
   if (take_head(b, index, how))
@@ -230,6 +245,6 @@ cuda_report_pending(cuda_backend *b)
       return;
     /* The streams are idle: each was done before this looked. */
     if (take_head(b, index, SEEN_AT_ONCE))
-      report(b, index, cudaEventQuery(b->slots[index].ev_done));
+      report(b, index, frame_state(&b->slots[index], true));
   }
 }

@@ -100,6 +100,37 @@ test_gemm(void **state)
 
 /* ---- the fused MLP and the row-dot layer 2 ------------------------------------ */
 
+/* mlp_small twice on the same frame with a done signal: each time the flag
+ * in host memory holds that frame's sequence number once the stream is
+ * done, and the block count is back at zero for the next. */
+static void
+check_small_signalled(const input *in, uint32_t n, uint32_t k, const float *d_w0t, uint32_t ldw,
+                      const float *d_b0, uint32_t d, pp_act hidden, const float *d_w1,
+                      const float *d_b1, uint32_t o, pp_act out, float *d_y, uint32_t rows)
+{
+  unsigned *flag = NULL, *d_flag = NULL, count = 1;
+  CHECK_CUDA(cudaHostAlloc((void **) &flag, sizeof *flag, cudaHostAllocMapped));
+  CHECK_CUDA(cudaHostGetDevicePointer((void **) &d_flag, flag, 0));
+  *flag = 0;
+  unsigned *d_count = device_copy(NULL, sizeof count);
+  CHECK_CUDA(cudaMemsetAsync(d_count, 0, sizeof count, kc_stream));
+  for (unsigned seq = 0x5eed0001u; seq <= 0x5eed0002u; seq++) {
+    const pp_cuda_done_signal done = { d_count, d_flag, seq };
+    CHECK_CUDA(pp_cuda_mlp_small(kc_stream, &in->a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1,
+                                 o, out, d_y, rows, &done));
+    CHECK_CUDA(cudaMemcpyAsync(&count, d_count, sizeof count, cudaMemcpyDeviceToHost, kc_stream));
+    CHECK_CUDA(cudaStreamSynchronize(kc_stream));
+    assert_int_equal(*(volatile unsigned *) flag, seq);
+    assert_int_equal(count, 0);
+  }
+  const pp_cuda_done_signal broken = { NULL, d_flag, 1 };
+  assert_int_equal(pp_cuda_mlp_small(kc_stream, &in->a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1,
+                                     d_b1, o, out, d_y, rows, &broken),
+                   cudaErrorInvalidValue);
+  cudaFree(d_count);
+  cudaFreeHost(flag);
+}
+
 /* The whole two-layer MLP in one kernel: mlp_fused (O = 1; rows = 0) or
  * mlp_small with `rows` rows per block. */
 static void
@@ -124,8 +155,7 @@ check_whole(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_forma
     CHECK_CUDA(pp_cuda_mlp_fused(kc_stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1,
                                  out, d_y, pp_cuda_fused_tile_for(d)));
   else
-    CHECK_CUDA(pp_cuda_mlp_small(kc_stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1, o,
-                                 out, d_y, rows));
+    check_small_signalled(&in, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1, o, out, d_y, rows);
   float *y = host_result(d_y, (size_t) n * o);
   double *ref = g_new(double, (size_t) n *o), *mag = g_new(double, (size_t) n *o);
   test_reference_mlp(m, in.x, n, ref, mag);
@@ -168,7 +198,8 @@ test_fused_mlp(void **state)
 
 /* mlp_small on every rows-per-block choice and hidden width class, with
  * ragged row counts (not a multiple of the rows per block), K past one
- * 256-input pass, several outputs, and every way of reading X. */
+ * 256-input pass, several outputs, and every way of reading X; each with
+ * its done signal. */
 static void
 test_small_mlp(void **state)
 {
@@ -302,26 +333,26 @@ test_launchers_check_shapes(void **state)
       pp_cuda_gemm(kc_stream, &a, 4, 4, dummy, 2, NULL, 4, ID, dummy, 4, PP_TILE_128x128),
       cudaErrorInvalidValue); /* ldw < pad4(n) */
   assert_int_equal(pp_cuda_gemm(NULL, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, 4, PP_TILE_128x128),
-                   cudaErrorInvalidValue); /* the default kc_stream is refused */
+                   cudaErrorInvalidValue); /* the default stream is refused */
   assert_int_equal(pp_cuda_mlp_fused(kc_stream, &a, 4, 4, dummy, 260, NULL, 257, ID, dummy, NULL,
                                      ID, dummy, PP_FUSED_D256),
                    cudaErrorInvalidValue); /* d > 256 */
   assert_int_equal(pp_cuda_rowdot(kc_stream, dummy, 4, 4, 4, dummy, NULL, 33, ID, dummy),
                    cudaErrorInvalidValue); /* o > 32 */
   assert_int_equal(pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 260, NULL, 257, ID, dummy, NULL, 1,
-                                     ID, dummy, 1),
+                                     ID, dummy, 1, NULL),
                    cudaErrorInvalidValue); /* d > 256 */
-  assert_int_equal(
-      pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 33, ID, dummy, 1),
-      cudaErrorInvalidValue); /* o > 32 */
-  assert_int_equal(
-      pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 1, ID, dummy, 3),
-      cudaErrorInvalidValue); /* 3 rows a block */
-  assert_int_equal(
-      pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 5, NULL, 4, ID, dummy, NULL, 1, ID, dummy, 1),
-      cudaErrorInvalidValue); /* W0ᵀ rows not whole float4s */
+  assert_int_equal(pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 33,
+                                     ID, dummy, 1, NULL),
+                   cudaErrorInvalidValue); /* o > 32 */
+  assert_int_equal(pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 4, NULL, 4, ID, dummy, NULL, 1, ID,
+                                     dummy, 3, NULL),
+                   cudaErrorInvalidValue); /* 3 rows a block */
+  assert_int_equal(pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 5, NULL, 4, ID, dummy, NULL, 1, ID,
+                                     dummy, 1, NULL),
+                   cudaErrorInvalidValue); /* W0ᵀ rows not whole float4s */
   assert_int_equal(pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy + 1, 4, NULL, 4, ID, dummy, NULL, 1,
-                                     ID, dummy, 1),
+                                     ID, dummy, 1, NULL),
                    cudaErrorInvalidValue); /* W0ᵀ not 16-byte aligned */
   pp_cuda_a bytes = { .kind = PP_A_U8_GATHER };
   assert_int_equal(pp_cuda_convert(kc_stream, &bytes, 4, 4, dummy, 4), cudaErrorInvalidValue);
