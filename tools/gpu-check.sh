@@ -5,7 +5,7 @@
 #
 #   tools/gpu-check.sh [tests] [sanitize] [bench] [bench-completion]
 #   SANITIZE_ELEMENT_FILTER='test_generated*' BENCH_ARGS='--workloads deep' ...
-#   SANITIZE_TOOLS=racecheck (default: memcheck racecheck, for the two CUDA tests)
+#   SANITIZE_TOOLS=racecheck (default: memcheck racecheck, for the three CUDA tests)
 # With no arguments: all but bench-completion.
 set -uo pipefail
 LOGS=${LOGS:-$PWD/gpu-logs}
@@ -27,7 +27,7 @@ for step in "${steps[@]}"; do
       ;;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
-        for t in test_cuda_kernels test_cuda_backend; do
+        for t in test_cuda_kernels test_cuda_blas test_cuda_backend; do
           echo "== compute-sanitizer --tool $tool $t"
           # test_cuda_backend runs past 10 minutes under racecheck: its five
           # tests then run as five processes at once.

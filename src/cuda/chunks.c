@@ -17,7 +17,8 @@
  * The arrangement is chosen at configure by timing whole frames, submit to
  * done, on the real shapes: whole, zero-copy or C chunks, whichever is
  * fastest by CHUNK_GAIN, or as PINGPONG_CUDA_CHUNKS / PINGPONG_CUDA_ZERO_COPY
- * say. */
+ * say; and with it, between a chain of layers and a whole-MLP kernel that
+ * lost to it on the MLP alone. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,112 @@ forced_chunks(const cuda_backend *b, const char *forced, unsigned *c, char **msg
   return -EINVAL;
 }
 
+/* How frames of the current kernels cross: in place (*zero_copy), or in
+ * *chunks (1: whole), taking *us a frame; the fastest by CHUNK_GAIN over a
+ * whole frame. Leaves frames whole and not in place; slot 0's graphs are
+ * the current kernels'. */
+static int
+choose_arrangement(cuda_backend *b, bool try_zero_copy, double *us, unsigned *chunks,
+                   bool *zero_copy, char **msg)
+{
+  *chunks = 1;
+  *zero_copy = false;
+  int rc = time_frames(b, &b->chunk_us_whole, msg);
+  double best_us = b->chunk_us_whole;
+  if (rc == 0 && try_zero_copy && zero_copy_worth_trying(b)) {
+    double in_place;
+    b->zero_copy = true;
+    rc = time_frames(b, &in_place, msg);
+    b->zero_copy = false;
+    *zero_copy = rc == 0 && in_place < CHUNK_GAIN * best_us;
+    if (b->trace)
+      g_printerr("pingpong cuda zero-copy [%s]: %.1f µs a frame against %.1f whole; %s\n",
+                 b->whole == PP_N_PATHS ? "layers" : cuda_path_name(b->whole), in_place, best_us,
+                 *zero_copy ? "using it" : "not");
+    if (*zero_copy) {
+      *us = in_place;
+      return 0;
+    }
+  }
+  const bool chunks_pay = b->n_slots <= LATENCY_PLANS_MAX_SLOTS;
+  unsigned best = 1;
+  for (size_t i = 0; i < G_N_ELEMENTS(chunk_choices) && rc == 0 && chunks_pay; i++) {
+    const unsigned c = chunk_choices[i];
+    double chunked;
+    if (!chunks_fit(b, c))
+      continue;
+    /* A chunk count cuBLAS cannot plan for is one fewer candidate. */
+    char *why = NULL;
+    if (try_chunks(b, c, &why) < 0) {
+      g_free(why);
+      continue;
+    }
+    rc = time_frames(b, &chunked, msg);
+    if (rc == 0 && chunked < best_us) {
+      best_us = chunked;
+      best = c;
+    }
+  }
+  if (rc == 0)
+    rc = try_chunks(b, 1, msg);
+  b->chunk_us_best = best_us;
+  const unsigned found = best;
+  if (best_us > CHUNK_GAIN * b->chunk_us_whole) {
+    best = 1;
+    best_us = b->chunk_us_whole;
+  }
+  if (b->trace)
+    g_printerr("pingpong cuda chunks [%s]: a whole frame %.1f µs, best %.1f µs in %u; using %u\n",
+               b->whole == PP_N_PATHS ? "layers" : cuda_path_name(b->whole), b->chunk_us_whole,
+               b->chunk_us_best, found, best);
+  *chunks = best;
+  *us = best_us;
+  return rc;
+}
+
+/* A chain of layers can beat a whole-MLP kernel on the MLP alone and lose
+ * the frame: the whole kernel reads a frame in place while it computes
+ * (hd: split+rowdot 70.5 µs against fused 108 alone, but a paced frame
+ * 183-208 µs in chunks against 172 fused in place; H100,
+ * docs/PERFORMANCE.md). So the whole kernel that lost (whole_alt) gets its
+ * own arrangement timed, and the frame's time decides; slot 0's graphs
+ * follow the kernels. The layers must win by CHUNK_GAIN: timed here back
+ * to back they tie (hd: 162.7 µs in 3 chunks, 164.6 fused in place), but
+ * a paced frame's thread pays for each of the chain's many calls, and the
+ * whole kernel makes one. */
+static int
+choose_kernels_and_arrangement(cuda_backend *b, bool try_zero_copy, unsigned *chunks,
+                               bool *zero_copy, char **msg)
+{
+  double us;
+  int rc = choose_arrangement(b, try_zero_copy, &us, chunks, zero_copy, msg);
+  if (rc < 0 || b->whole_alt == PP_N_PATHS)
+    return rc;
+  const pp_cuda_path chain = b->whole;
+  const double chain_whole = b->chunk_us_whole, chain_best = b->chunk_us_best;
+  b->whole = b->whole_alt;
+  cuda_capture_slot(b, &b->slots[0]);
+  double alt_us;
+  unsigned alt_chunks;
+  bool alt_zero_copy;
+  rc = choose_arrangement(b, try_zero_copy, &alt_us, &alt_chunks, &alt_zero_copy, msg);
+  const bool whole_wins = rc == 0 && CHUNK_GAIN * alt_us <= us;
+  if (b->trace)
+    g_printerr("pingpong cuda kernels: %s %.1f µs a frame against the layers %.1f; using %s\n",
+               cuda_path_name(b->whole_alt), alt_us, us,
+               whole_wins ? cuda_path_name(b->whole_alt) : "the layers");
+  if (whole_wins) {
+    *chunks = alt_chunks;
+    *zero_copy = alt_zero_copy;
+    return 0;
+  }
+  b->whole = chain;
+  b->chunk_us_whole = chain_whole;
+  b->chunk_us_best = chain_best;
+  cuda_capture_slot(b, &b->slots[0]);
+  return rc;
+}
+
 int
 cuda_plan_frames(cuda_backend *b, char **msg)
 {
@@ -258,51 +365,19 @@ cuda_plan_frames(cuda_backend *b, char **msg)
   const char *forced = g_getenv("PINGPONG_CUDA_CHUNKS");
   const char *forced_zc = g_getenv("PINGPONG_CUDA_ZERO_COPY");
   unsigned best = 1;
+  bool zero_copy = false;
   int rc = 0;
   if (forced_zc && *forced_zc && (rc = forced_zero_copy(b, forced_zc, msg)) < 0)
     return rc;
   if (b->zero_copy)
     return 0;
-  if (forced && *forced) {
+  if (forced && *forced)
     rc = forced_chunks(b, forced, &best, msg);
-  } else {
-    rc = time_frames(b, &b->chunk_us_whole, msg);
-    double best_us = b->chunk_us_whole;
-    if (rc == 0 && !(forced_zc && *forced_zc) && zero_copy_worth_trying(b)) {
-      double us;
-      b->zero_copy = true;
-      rc = time_frames(b, &us, msg);
-      b->zero_copy = rc == 0 && us < CHUNK_GAIN * best_us;
-      if (b->trace)
-        g_printerr("pingpong cuda zero-copy: %.1f µs a frame against %.1f whole; %s\n", us, best_us,
-                   b->zero_copy ? "using it" : "not using it");
-      if (b->zero_copy)
-        return 0;
-    }
-    const bool chunks_pay = b->n_slots <= LATENCY_PLANS_MAX_SLOTS;
-    for (size_t i = 0; i < G_N_ELEMENTS(chunk_choices) && rc == 0 && chunks_pay; i++) {
-      const unsigned c = chunk_choices[i];
-      double us;
-      if (!chunks_fit(b, c))
-        continue;
-      /* A chunk count cuBLAS cannot plan for is one fewer candidate. */
-      char *why = NULL;
-      if (try_chunks(b, c, &why) < 0) {
-        g_free(why);
-        continue;
-      }
-      rc = time_frames(b, &us, msg);
-      if (rc == 0 && us < best_us) {
-        best_us = us;
-        best = c;
-      }
-    }
-    b->chunk_us_best = best_us;
-    if (best_us > CHUNK_GAIN * b->chunk_us_whole)
-      best = 1;
-    if (b->trace)
-      g_printerr("pingpong cuda chunks: a whole frame %.1f µs, best %.1f µs in %u; using %u\n",
-                 b->chunk_us_whole, best_us, best_us < b->chunk_us_whole ? best : 1, best);
+  else
+    rc = choose_kernels_and_arrangement(b, !(forced_zc && *forced_zc), &best, &zero_copy, msg);
+  if (rc == 0 && zero_copy) {
+    b->zero_copy = true;
+    return 0;
   }
   if (rc == 0)
     rc = try_chunks(b, best, msg);
