@@ -10,6 +10,20 @@
 
 cudaStream_t kc_stream;
 
+int
+kc_main(const char *name, const struct CMUnitTest *tests, size_t n, uint64_t *seed, bool *quick)
+{
+  if (!test_cuda_usable())
+    return 77;
+  *seed = test_seed();
+  *quick = g_getenv("PP_GPU_QUICK") != NULL;
+  if (cudaStreamCreateWithFlags(&kc_stream, cudaStreamNonBlocking) != cudaSuccess)
+    return 1;
+  const int failed = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+  cudaStreamDestroy(kc_stream);
+  return failed;
+}
+
 void *
 device_copy(const void *host, size_t bytes)
 {

@@ -15,8 +15,13 @@
 #include "model.h"
 #include "testutil.h"
 
-/* The tests' stream, made by main. */
+/* The tests' stream, made by kc_main. */
 extern cudaStream_t kc_stream;
+
+/* A kernel test's main: 77 without a CUDA device; else *seed (testutil's)
+ * and *quick (PP_GPU_QUICK) set, kc_stream made, the n tests run. */
+int kc_main(const char *name, const struct CMUnitTest *tests, size_t n, uint64_t *seed,
+            bool *quick);
 
 #define CHECK_CUDA(call)                                                                           \
   do {                                                                                             \

@@ -198,17 +198,9 @@ test_split_bf16(void **state)
 int
 main(void)
 {
-  if (!test_cuda_usable())
-    return 77;
-  seed = test_seed();
-  quick = g_getenv("PP_GPU_QUICK") != NULL;
-  if (cudaStreamCreateWithFlags(&kc_stream, cudaStreamNonBlocking) != cudaSuccess)
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cublas_paths),
     cmocka_unit_test(test_split_bf16),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  cudaStreamDestroy(kc_stream);
-  return failed;
+  return kc_main("cuda-blas", tests, G_N_ELEMENTS(tests), &seed, &quick);
 }

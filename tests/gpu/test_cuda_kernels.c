@@ -403,12 +403,6 @@ test_copy_2d(void **state)
 int
 main(void)
 {
-  if (!test_cuda_usable())
-    return 77;
-  seed = test_seed();
-  quick = g_getenv("PP_GPU_QUICK") != NULL;
-  if (cudaStreamCreateWithFlags(&kc_stream, cudaStreamNonBlocking) != cudaSuccess)
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_copy_2d),
     cmocka_unit_test(test_gemm),
@@ -419,7 +413,5 @@ main(void)
     cmocka_unit_test(test_convert_and_bias_act),
     cmocka_unit_test(test_launchers_check_shapes),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  cudaStreamDestroy(kc_stream);
-  return failed;
+  return kc_main("cuda-kernels", tests, G_N_ELEMENTS(tests), &seed, &quick);
 }
