@@ -138,7 +138,9 @@ cudaError_t pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint
  * frame's scale folded in, and b_split the bias that the centring and the
  * frame's bias move it by. A frame's bytes become x: m × pieces·kp BF16,
  * each row's bytes less 128 once per piece. Then cuBLASLt's BF16 GEMM of
- * x and w_split with b_split is the layer's FP32 GEMM. */
+ * x and w_split with b_split is the layer's GEMM, its products exact and
+ * its sums in FP32 (the tensor cores truncate: error 2.8e-6 against
+ * FP32's 6.8e-7 on seed's first layer). */
 #define PP_SPLIT_MAX_PIECES 3
 
 uint32_t pp_cuda_split_kp(uint32_t k);

@@ -1,4 +1,4 @@
-/* FP32's accuracy from BF16 tensor cores, for a first layer that reads a
+/* Near FP32's accuracy from BF16 tensor cores, for a first layer that reads a
  * frame's bytes. A byte u is an integer, and u − 128 (−128..127) is exact
  * in BF16. X = u·scale + bias, so
  *

@@ -1,7 +1,7 @@
-/* A first layer that reads a frame's bytes, on BF16 tensor cores at FP32's
- * accuracy (kernels/split_bf16.cu says why it is exact): its weights split
- * at configure, once the frame's scale and bias are known. seed's first
- * layer (1024³): cuBLASLt's FP32 GEMM 69.0 µs, this 26.7 µs
+/* A first layer that reads a frame's bytes, on BF16 tensor cores near FP32's
+ * accuracy (kernels/split_bf16.cu says why its products are exact): its
+ * weights split at configure, once the frame's scale and bias are known.
+ * seed's first layer (1024³): cuBLASLt's FP32 GEMM 67.4 µs, this 20.7 µs
  * (tools/seed-gemm-options, H100, docs/PERFORMANCE.md). The planner times
  * it against the other paths like any of them (mlp_plan.c). */
 #include "backend_cuda_priv.h"

@@ -1,6 +1,7 @@
 /* Reporting each frame's completion, in submission order, from its done
- * event (or the done signal its kernel raises, frame_state): by a thread of the backend's own (completion=event-thread), or on
- * the consumer's thread just before it pops the frame
+ * event or the done signal its kernel raises (frame_state): by a thread
+ * of the backend's own (completion=event-thread), or on the consumer's
+ * thread just before it pops the frame
  * (completion=consumer, cuda_wait), which saves the wake-up of one thread
  * by another on every frame. Either way the wait sleeps until shortly
  * before the frame is expected and polls from then on (wait_for_frame). */
