@@ -5,7 +5,8 @@
  *   H2D copy → MLP kernels → D2H copy → completion (host function or event)
  *
  * (a small frame read in place is one kernel that raises its own done
- * signal instead of the event) *
+ * signal instead of the event).
+ *
  * The MLP's kernels are captured once per slot as a CUDA graph, so a frame
  * costs two copies, one graph launch and one completion call. Only the
  * kernels go in the graph (docs/PERFORMANCE.md, measured on the H100 host):
