@@ -131,16 +131,16 @@ cudaError_t pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint
                            uint32_t ldh, const float *w1, const float *b1, uint32_t o, pp_act act,
                            float *y);
 
-/* ---- FP32 from BF16 tensor cores, for a first layer of bytes ----------
- * (split_bf16.cu says why it is exact.) The layer's W (n×k, nn.Linear's
- * layout) becomes `pieces` BF16 matrices side by side along K, each padded
- * to pp_cuda_split_kp(k) columns: w_split is n × pieces·kp BF16, with the
- * frame's scale folded in, and b_split the bias that the centring and the
- * frame's bias move it by. A frame's bytes become x: m × pieces·kp BF16,
- * each row's bytes less 128 once per piece. Then cuBLASLt's BF16 GEMM of
- * x and w_split with b_split is the layer's GEMM, its products exact and
- * its sums in FP32 (the tensor cores truncate: error 2.8e-6 against
- * FP32's 6.8e-7 on seed's first layer). */
+/* ---- FP32 from TF32 tensor cores, for a first layer of bytes ----------
+ * (split_tf32.cu says why it is exact.) The layer's W (n×k, nn.Linear's
+ * layout) becomes `pieces` TF32 matrices (stored as floats) side by side
+ * along K, each padded to pp_cuda_split_kp(k) columns: w_split is
+ * n × pieces·kp floats, with the frame's scale folded in, and b_split the
+ * bias that the centring and the frame's bias move it by. A frame's bytes
+ * become x: m × pieces·kp floats, each row's bytes less 128 once per
+ * piece. Then cuBLASLt's TF32 GEMM of x and w_split with b_split is the
+ * layer's GEMM, its products exact and its sums in FP32 (the tensor cores
+ * truncate: error 3.1e-6 against FP32's 6.8e-7 on seed's first layer). */
 #define PP_SPLIT_MAX_PIECES 3
 
 uint32_t pp_cuda_split_kp(uint32_t k);
@@ -149,8 +149,8 @@ cudaError_t pp_cuda_split_weights(cudaStream_t stream, const float *w, uint32_t 
                                   void *w_split, float *b_split);
 /* `a` reads bytes (PP_A_U8_VEC4 or PP_A_U8_GATHER); its scale and bias
  * are ignored (they are in the weights). */
-cudaError_t pp_cuda_convert_bf16(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
-                                 uint32_t pieces, void *x);
+cudaError_t pp_cuda_split_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
+                                  uint32_t pieces, void *x);
 
 /* ---- Element-wise ------------------------------------------------------ */
 

@@ -52,7 +52,6 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
   TRY(cublasLtMatmulDescCreate(
       &g->desc, math == PP_LT_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
       CUDA_R_32F));
-  const cudaDataType_t in_type = math == PP_LT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
@@ -64,8 +63,8 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
   if (bias)
     TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                        sizeof bias));
-  TRY(cublasLtMatrixLayoutCreate(&g->w_layout, in_type, k, n, k));
-  TRY(cublasLtMatrixLayoutCreate(&g->x_layout, in_type, k, m, ldx));
+  TRY(cublasLtMatrixLayoutCreate(&g->w_layout, CUDA_R_32F, k, n, k));
+  TRY(cublasLtMatrixLayoutCreate(&g->x_layout, CUDA_R_32F, k, m, ldx));
   TRY(cublasLtMatrixLayoutCreate(&g->c_layout, CUDA_R_32F, n, m, ldc));
 
   TRY(cublasLtMatmulPreferenceCreate(&pref));

@@ -19,13 +19,11 @@ extern "C" {
 
 typedef struct pp_lt_gemm pp_lt_gemm;
 
-/* What X and W are and how they multiply: floats in FP32 or on TF32 tensor
- * cores, or BF16 values (split_bf16.cu's) on BF16 tensor cores, adding in
- * FP32 either way. C and the bias are floats. */
+/* How X and W (floats) multiply: in FP32, or on TF32 tensor cores adding
+ * in FP32. C and the bias are floats. */
 typedef enum {
   PP_LT_FP32,
   PP_LT_TF32,
-  PP_LT_BF16,
 } pp_lt_math;
 
 /* `bias` is fixed at plan time (weights never move). X's rows are ldx

@@ -19,8 +19,8 @@ typedef enum {
   PP_PATH_OWN_64, /* the same with 64×64 tiles */
   PP_PATH_CUBLAS, /* cuBLASLt with its bias/ReLU epilogue (a conversion kernel before a
                      first layer of bytes, an activation kernel after for the rest) */
-  PP_PATH_SPLIT,  /* a first layer of bytes on cuBLASLt's BF16 tensor cores, exact products
-                     of W split in three (two for TF32); later layers on cublas */
+  PP_PATH_SPLIT,  /* a first layer of bytes on cuBLASLt's TF32 tensor cores, exact products
+                     of W split in two (one for TF32); later layers on cublas */
   PP_N_PATHS,
 } pp_cuda_path;
 

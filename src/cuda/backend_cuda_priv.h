@@ -29,7 +29,7 @@ typedef struct {
   void *staging_in;   /* pinned, one frame */
   float *staging_out; /* pinned, one result */
   void *d_in;         /* the frame on the device */
-  void *d_x;          /* X as floats for cuBLAS, or as split.c's BF16 (byte input only) */
+  void *d_x;          /* X as floats for cuBLAS, or as split.c's TF32 pieces (bytes only) */
   float *d_h[2];      /* hidden activations, N × ldh, taking turns layer by layer */
   float *d_out;       /* N × O */
   void *workspace;    /* cuBLASLt's, one per stream */
@@ -70,7 +70,7 @@ typedef struct {
   pp_cuda_path path;    /* otherwise own, own64 or cublas, as tuned */
   pp_lt_gemm *lt;       /* cuBLASLt's plan, when it has one for these shapes */
   pp_lt_gemm *lt_chunk; /* the chosen path's for a chunk's rows (chunks.c) */
-  /* Layer 0 on frames of bytes, path split (split.c): W in BF16 pieces,
+  /* Layer 0 on frames of bytes, path split (split.c): W in TF32 pieces,
    * the bias they need, and cuBLASLt's plan for them. */
   void *w_split;
   float *b_split;
@@ -280,7 +280,7 @@ int pp_gpu_mlp_run_in_place(cuda_backend *b, cuda_slot *s, const void *frame, fl
  * does the whole frame. */
 bool pp_gpu_mlp_can_signal(const cuda_backend *b);
 /* Layer i alone on the whole frame; where layer i reads its first n rows
- * on `path` (cublas: as floats, split: as BF16 pieces, converting the
+ * on `path` (cublas: as floats, split: as TF32 pieces, converting the
  * frame's bytes first). For mlp_plan.c. */
 int pp_gpu_mlp_run_layer(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_path path,
                          cudaStream_t stream, char **msg);
@@ -291,7 +291,7 @@ int pp_gpu_mlp_layer_input(cuda_backend *b, cuda_slot *s, unsigned i, pp_cuda_pa
 
 /* Whether layer 0 reads the frame's bytes, so the split path can take it. */
 bool cuda_split_fits(const cuda_backend *b);
-/* BF16 pieces of W: 3 for FP32, 2 for TF32. */
+/* TF32 pieces of W: 2 for FP32, 1 for TF32. */
 unsigned cuda_split_pieces(const cuda_backend *b);
 /* Elements in a row of the split X and W: pieces × the padded K. */
 uint32_t cuda_split_row(const cuda_backend *b);

@@ -88,10 +88,10 @@ alloc_slot(cuda_backend *b, cuda_slot *s, unsigned index, char **msg)
   CUDA_CHECK(cudaMalloc(&s->d_in, l->frame_bytes));
   s->x = pp_cuda_a_for_layout(l, b->h_koff, s->d_in, b->d_koff);
   if (l->kind != PP_LAYOUT_TENSOR) {
-    /* Room for the frame as floats (cublas) or as BF16 pieces (split). */
+    /* Room for the frame as floats (cublas) or as TF32 pieces (split). */
     size_t row = l->k * sizeof(float);
     if (s->x.kind == PP_A_U8_VEC4 || s->x.kind == PP_A_U8_GATHER)
-      row = MAX(row, cuda_split_row(b) * 2);
+      row = MAX(row, cuda_split_row(b) * sizeof(float));
     CUDA_CHECK(cudaMalloc(&s->d_x, l->n * row));
   }
   for (unsigned i = 0; i < 2 && i + 1 < b->n_layers; i++) {

@@ -50,7 +50,7 @@ view_rows(const cuda_backend *b, const cuda_slot *s, uint32_t row0, uint32_t n)
 
 /* Where layer i reads its input through cuBLASLt: the previous layer's
  * floats, or the frame's, converted first when it is bytes (to floats for
- * cublas, to BF16 pieces for split). */
+ * cublas, to TF32 pieces for split). */
 static int
 gemm_input(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, pp_cuda_path path,
            cudaStream_t stream, const void **x, char **msg)
@@ -62,9 +62,10 @@ gemm_input(cuda_backend *b, cuda_slot *s, const rows_view *v, unsigned i, pp_cud
   *x = v->x.data;
   if (path == PP_PATH_SPLIT) {
     const uint32_t row = cuda_split_row(b);
-    uint16_t *dst = (uint16_t *) s->d_x + (size_t) v->row0 * row;
+    float *dst = (float *) s->d_x + (size_t) v->row0 * row;
     if (!v->converted)
-      CUDA_CHECK(pp_cuda_convert_bf16(stream, &v->x, v->n, b->layout.k, cuda_split_pieces(b), dst));
+      CUDA_CHECK(
+          pp_cuda_split_convert(stream, &v->x, v->n, b->layout.k, cuda_split_pieces(b), dst));
     *x = dst;
   } else if (s->x.kind != PP_A_F32) {
     float *dst = (float *) s->d_x + (size_t) v->row0 * b->layout.k;
@@ -192,7 +193,7 @@ pp_gpu_mlp_is_whole(const cuda_backend *b)
 /* ---- in place, layer by layer ---------------------------------------------- */
 
 /* Whether layer 0 reads the frame only through a conversion (cuBLAS on
- * bytes: to floats, or to BF16 pieces), its GEMM then reading d_x. */
+ * bytes: to floats, or to TF32 pieces), its GEMM then reading d_x. */
 static bool
 converts_first(const cuda_backend *b, const cuda_slot *s)
 {

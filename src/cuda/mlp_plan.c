@@ -112,9 +112,8 @@ plan_layer(cuda_backend *b, unsigned i, pp_cuda_path path, uint32_t n, pp_lt_gem
     return rc;
   const uint32_t k = split ? cuda_split_row(b) : l->in;
   const uint32_t ldx = split ? k : i == 0 ? b->layout.k : b->ldh;
-  const pp_lt_math math = split                               ? PP_LT_BF16
-                          : b->precision == PP_PRECISION_TF32 ? PP_LT_TF32
-                                                              : PP_LT_FP32;
+  /* split's pieces are exact in TF32 (split_tf32.cu). */
+  const pp_lt_math math = split || b->precision == PP_PRECISION_TF32 ? PP_LT_TF32 : PP_LT_FP32;
   BLAS_CHECK(pp_lt_gemm_plan(b->lt, n, k, l->out, ldx, last ? l->out : b->ldh,
                              split ? l->b_split : l->b, l->act, math, LT_WORKSPACE_BYTES, s->stream,
                              x, split ? l->w_split : l->w, last ? s->d_out : s->d_h[i % 2],

@@ -1,11 +1,11 @@
 /* The cuBLAS paths against a float64 CPU reference on fresh random inputs,
  * outputs poisoned with NaN first: cuBLASLt's GEMM with its epilogues
- * (FP32 and TF32), FP32 from BF16 tensor cores on a frame's bytes
- * (split_bf16.cu), and the plain-cuBLAS reference MLP the benchmark checks
+ * (FP32 and TF32), FP32 from TF32 tensor cores on a frame's bytes
+ * (split_tf32.cu), and the plain-cuBLAS reference MLP the benchmark checks
  * against.
  *
- * Bounds as in test_cuda_kernels.c: 1e-5 for FP32 (and three BF16 pieces),
- * 1e-3 for TF32 (and two). Exits 77 without a CUDA device. PP_GPU_QUICK=1
+ * Bounds as in test_cuda_kernels.c: 1e-5 for FP32 (and two TF32 pieces),
+ * 1e-3 for TF32 (and one). Exits 77 without a CUDA device. PP_GPU_QUICK=1
  * (set under compute-sanitizer) keeps only the small shapes. */
 #include <cublasLt.h>
 #include <math.h>
@@ -118,13 +118,13 @@ test_cublas_paths(void **state)
   cublasDestroy(blas);
 }
 
-/* ---- FP32 on BF16 tensor cores (split_bf16.cu) ---------------------------------- */
+/* ---- FP32 on TF32 tensor cores (split_tf32.cu) ---------------------------------- */
 
-/* A layer reading a frame's bytes as split_bf16.cu computes it: W split
- * into `pieces` BF16 pieces with the frame's scale folded in, the bytes
- * centred and repeated, one BF16 GEMM through cuBLASLt. W and b of a real
+/* A layer reading a frame's bytes as split_tf32.cu computes it: W split
+ * into `pieces` TF32 pieces with the frame's scale folded in, the bytes
+ * centred and repeated, one TF32 GEMM through cuBLASLt. W and b of a real
  * layer's size (±0.2, ±0.5); against the float64 reference, FP32's bound
- * with three pieces and TF32's with two. */
+ * with two pieces and TF32's with one. */
 static void
 check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_format format,
             pp_layout_kind kind, uint32_t m, uint32_t k, uint32_t n, uint32_t patch, pp_act act,
@@ -139,17 +139,16 @@ check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_forma
   float *d_w = device_copy(w, (size_t) n * k * sizeof(float));
   float *d_b = device_copy(b, n * sizeof(float));
   const uint32_t kp = pp_cuda_split_kp(k), ld = pieces * kp;
-  void *d_ws = device_copy(NULL, (size_t) n * ld * 2);
+  float *d_ws = device_poisoned((size_t) n * ld);
   float *d_bs = device_poisoned(n);
-  void *d_xs = device_copy(NULL, (size_t) m * ld * 2);
-  CHECK_CUDA(cudaMemsetAsync(d_xs, 0xFF, (size_t) m * ld * 2, kc_stream)); /* NaNs */
+  float *d_xs = device_poisoned((size_t) m * ld);
   float *d_c = device_poisoned((size_t) m * n);
   void *ws = device_copy(NULL, 32u << 20);
   CHECK_CUDA(
       pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, in.a.scale, in.a.bias, d_b, d_ws, d_bs));
-  CHECK_CUDA(pp_cuda_convert_bf16(kc_stream, &in.a, m, k, pieces, d_xs));
+  CHECK_CUDA(pp_cuda_split_convert(kc_stream, &in.a, m, k, pieces, d_xs));
   pp_lt_gemm *g = NULL;
-  assert_int_equal(pp_lt_gemm_plan(lt, m, ld, n, ld, n, d_bs, act, PP_LT_BF16, 32u << 20, kc_stream,
+  assert_int_equal(pp_lt_gemm_plan(lt, m, ld, n, ld, n, d_bs, act, PP_LT_TF32, 32u << 20, kc_stream,
                                    d_xs, d_ws, d_c, ws, &g),
                    CUBLAS_STATUS_SUCCESS);
   CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * n * sizeof(float), kc_stream));
@@ -158,9 +157,9 @@ check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_forma
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
   reference_linear(in.x, m, k, w, b, n, act, ref, mag);
   g_autofree char *what =
-      g_strdup_printf("bf16 ×%u %s %u×%u×%u act%d", pieces, name, m, k, n, act.kind);
+      g_strdup_printf("tf32 ×%u %s %u×%u×%u act%d", pieces, name, m, k, n, act.kind);
   expect_close(what, c, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
-               pieces >= 3 ? PP_FP32_REL_TOL : TF32_REL_TOL);
+               pieces >= 2 ? PP_FP32_REL_TOL : TF32_REL_TOL);
   pp_lt_gemm_destroy(g);
   g_free(w), g_free(b), g_free(c), g_free(ref), g_free(mag);
   cudaFree(d_w), cudaFree(d_b), cudaFree(d_ws), cudaFree(d_bs), cudaFree(d_xs), cudaFree(d_c);
@@ -169,14 +168,14 @@ check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_forma
 }
 
 static void
-test_split_bf16(void **state)
+test_split_tf32(void **state)
 {
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 6);
   cublasLtHandle_t lt;
   assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
-  for (unsigned pieces = 2; pieces <= 3; pieces++) {
+  for (unsigned pieces = 1; pieces <= 2; pieces++) {
     /* K a multiple of no 8 (padding), gathers, and a ReLU. */
     check_split(&rng, lt, "gray8 rows", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 300, 777, 129, 0, ID,
                 pieces);
@@ -190,7 +189,7 @@ test_split_bf16(void **state)
   }
   /* Only bytes split exactly. */
   const pp_cuda_a floats = { .kind = PP_A_F32, .data = (void *) 16, .ld = 4 };
-  assert_int_equal(pp_cuda_convert_bf16(kc_stream, &floats, 1, 4, 3, (void *) 16),
+  assert_int_equal(pp_cuda_split_convert(kc_stream, &floats, 1, 4, 2, (void *) 16),
                    cudaErrorInvalidValue);
   cublasLtDestroy(lt);
 }
@@ -200,7 +199,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cublas_paths),
-    cmocka_unit_test(test_split_bf16),
+    cmocka_unit_test(test_split_tf32),
   };
   return kc_main("cuda-blas", tests, G_N_ELEMENTS(tests), &seed, &quick);
 }

@@ -1,31 +1,43 @@
-/* Near FP32's accuracy from BF16 tensor cores, for a first layer that reads a
- * frame's bytes. A byte u is an integer, and u − 128 (−128..127) is exact
- * in BF16. X = u·scale + bias, so
+/* Near FP32's accuracy from TF32 tensor cores, for a first layer that
+ * reads a frame's bytes. A byte u is an integer, and u − 128 (−128..127) is
+ * exact in TF32. X = u·scale + bias, so
  *
  *   X·Wᵀ + b = (u − 128)·(scale·W)ᵀ + (b + (128·scale + bias)·Σ_k W),
  *
- * and scale·W (FP32, 24-bit mantissa) is exactly the sum of three BF16
- * pieces (8 bits each): hi, the nearest BF16; mid, the nearest to what is
- * left; lo, likewise. One BF16 GEMM with the pieces along K,
- * [U U U]·[W_hi W_mid W_lo]ᵀ, then multiplies exact values and adds them in
- * FP32 on the tensor cores. Two pieces (16 bits of W) give far more than
- * TF32's accuracy for TF32's precision. Each piece is padded to kp (a
- * multiple of 8) with zeros in both operands, for cuBLASLt's alignment.
+ * and scale·W (FP32, 24-bit significand) is, to within one part in 2²²,
+ * the sum of two TF32 pieces (11 bits each): hi, the nearest TF32; lo, the
+ * nearest to what is left. One TF32 GEMM with the pieces along K,
+ * [U U]·[W_hi W_lo]ᵀ, then multiplies exact values and adds them in FP32
+ * on the tensor cores. One piece is TF32's own precision, for
+ * precision=tf32. Each piece is padded to kp (a multiple of 8) with zeros
+ * in both operands, for cuBLASLt's alignment.
+ *
+ * Why TF32 and not BF16: three BF16 pieces were faster (seed's first
+ * layer 20.7 µs against 31.0), but racecheck reports shared-memory hazards
+ * inside cuBLAS's BF16 kernels (nvjet_sm90_tss_*) even for a plain
+ * cublasLtMatmul (tools/cublaslt-bf16-hazards), and none in its TF32
+ * kernels on the same shapes (docs/PERFORMANCE.md).
  *
  * Centring the bytes keeps the products' sums small: the tensor cores add
- * in FP32 with truncation, so their error grows with the partial sums
- * (docs/PERFORMANCE.md has both errors). */
-#include <cuda_bf16.h>
-
+ * in FP32 with truncation, so their error grows with the partial sums. */
 #include "gemm_mainloop.cuh"
 
 namespace
 {
 
+/* v rounded to the nearest TF32 (10 stored significand bits), halves away
+ * from zero: adding half of the dropped part to the bits carries into the
+ * exponent when it must. */
+__device__ float
+nearest_tf32(float v)
+{
+  return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
+}
+
 /* Row r of W (n×k): its pieces at w_split[r][p·kp ...], and its bias. */
 __global__ void
 split_weights(const float *__restrict__ w, unsigned k, unsigned kp, unsigned pieces, float scale,
-              float shift, const float *__restrict__ b, __nv_bfloat16 *__restrict__ w_split,
+              float shift, const float *__restrict__ b, float *__restrict__ w_split,
               float *__restrict__ b_split)
 {
   const unsigned r = blockIdx.x;
@@ -37,9 +49,9 @@ split_weights(const float *__restrict__ w, unsigned k, unsigned kp, unsigned pie
       sum += v;
     float left = v * scale;
     for (unsigned p = 0; p < pieces; p++) {
-      const __nv_bfloat16 piece = __float2bfloat16_rn(left);
+      const float piece = nearest_tf32(left);
       w_split[((size_t) r * pieces + p) * kp + c] = piece;
-      left -= __bfloat162float(piece); /* exact: the difference fits in FP32 */
+      left -= piece; /* exact: the difference fits in FP32 */
     }
   }
   sums[threadIdx.x] = sum;
@@ -53,25 +65,21 @@ split_weights(const float *__restrict__ w, unsigned k, unsigned kp, unsigned pie
     b_split[r] = (float) ((b ? (double) b[r] : 0.0) + (double) shift * sums[0]);
 }
 
-/* Row r of X: its k bytes less 128, as BF16, once per piece. */
+/* Row r of X: its k bytes less 128, as floats, once per piece. */
 __global__ void
-convert_bf16(const pp_cuda_a a, unsigned m, unsigned k, unsigned kp, unsigned pieces,
-             __nv_bfloat16 *__restrict__ x)
+convert_pieces(const pp_cuda_a a, unsigned m, unsigned k, unsigned kp, unsigned pieces,
+               float *__restrict__ x)
 {
   const unsigned row = blockIdx.x + blockIdx.y * 65535u;
   if (row >= m)
     return;
   const long long origin = pp::sample_origin(a, row);
-  __nv_bfloat16 *dst = x + (size_t) row * pieces * kp;
+  float *dst = x + (size_t) row * pieces * kp;
   for (unsigned col = threadIdx.x * 4; col < kp; col += blockDim.x * 4) {
     /* Zeros past k: the padding meets zeros in W too, never NaNs. */
     const float4 v = pp::load_x4(a, origin, true, row, col, k, false);
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-    uint2 packed;
-    packed.x = *reinterpret_cast<const uint32_t *>(&lo);
-    packed.y = *reinterpret_cast<const uint32_t *>(&hi);
     for (unsigned p = 0; p < pieces; p++)
-      *reinterpret_cast<uint2 *>(dst + p * kp + col) = packed;
+      *reinterpret_cast<float4 *>(dst + p * kp + col) = v;
   }
 }
 
@@ -91,14 +99,14 @@ pp_cuda_split_weights(cudaStream_t stream, const float *w, uint32_t n, uint32_t 
       pieces > PP_SPLIT_MAX_PIECES)
     return cudaErrorInvalidValue;
   split_weights<<<n, 256, 0, stream>>>(w, k, pp_cuda_split_kp(k), pieces, scale,
-                                       128.0f * scale + bias, b,
-                                       static_cast<__nv_bfloat16 *>(w_split), b_split);
+                                       128.0f * scale + bias, b, static_cast<float *>(w_split),
+                                       b_split);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t
-pp_cuda_convert_bf16(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
-                     uint32_t pieces, void *x)
+pp_cuda_split_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
+                      uint32_t pieces, void *x)
 {
   if (!stream || !a || !x || m == 0 || k == 0 || pieces < 1 || pieces > PP_SPLIT_MAX_PIECES ||
       (a->kind != PP_A_U8_VEC4 && a->kind != PP_A_U8_GATHER) || !a->k_offset)
@@ -108,7 +116,7 @@ pp_cuda_convert_bf16(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32
   raw.scale = 1.0f;
   raw.bias = -128.0f;
   const dim3 grid(m < 65535 ? m : 65535, (m + 65534) / 65535);
-  convert_bf16<<<grid, 128, 0, stream>>>(raw, m, k, pp_cuda_split_kp(k), pieces,
-                                         static_cast<__nv_bfloat16 *>(x));
+  convert_pieces<<<grid, 128, 0, stream>>>(raw, m, k, pp_cuda_split_kp(k), pieces,
+                                           static_cast<float *>(x));
   return cudaGetLastError();
 }
