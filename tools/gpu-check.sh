@@ -6,6 +6,10 @@
 #   tools/gpu-check.sh [tests] [sanitize] [bench] [bench-completion]
 #   SANITIZE_ELEMENT_FILTER='test_generated*' BENCH_ARGS='--workloads deep' ...
 #   SANITIZE_TOOLS=racecheck (default: memcheck racecheck, for the three CUDA tests)
+#   SANITIZE_TESTS='test_cuda_blas' (default: the three), SANITIZE_BACKEND_TESTS='test_chunks'
+#   (default: all seven of test_cuda_backend's, one process each under racecheck),
+#   SANITIZE_ELEMENTS=0 (skip the element tests under memcheck): a device call is
+#   limited to 10 minutes, and the whole step takes longer, so it can be run in parts.
 # With no arguments: all but bench-completion.
 set -uo pipefail
 LOGS=${LOGS:-$PWD/gpu-logs}
@@ -39,15 +43,15 @@ for step in "${steps[@]}"; do
       echo "exit $rc (1: a result was wrong)"
       [ $rc -eq 0 ] || status=1
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
-        for t in test_cuda_kernels test_cuda_blas test_cuda_backend; do
+        for t in ${SANITIZE_TESTS:-test_cuda_kernels test_cuda_blas test_cuda_backend}; do
           echo "== compute-sanitizer --tool $tool $t"
-          # test_cuda_backend runs past 10 minutes under racecheck: its five
-          # tests then run as five processes at once.
+          # test_cuda_backend runs past 10 minutes under racecheck: its seven
+          # tests then run as seven processes at once.
           filters=("")
           [ "$tool" = racecheck ] && [ $t = test_cuda_backend ] &&
-            filters=(test_every_path test_completion_modes_and_graphs test_chunks test_zero_copy
-              test_autotune_picks_a_working_path test_flush_and_teardown_in_flight
-              test_device_errors)
+            filters=(${SANITIZE_BACKEND_TESTS:-test_every_path test_completion_modes_and_graphs
+              test_chunks test_zero_copy test_autotune_picks_a_working_path
+              test_flush_and_teardown_in_flight test_device_errors})
           pids=()
           for f in "${filters[@]}"; do
             env PP_GPU_QUICK=1 ${f:+PP_TEST_FILTER=$f} compute-sanitizer --tool "$tool" --error-exitcode 99 \
@@ -66,6 +70,7 @@ for step in "${steps[@]}"; do
           done
         done
       done
+      [ "${SANITIZE_ELEMENTS:-1}" = 0 ] && continue
       echo "== compute-sanitizer --tool memcheck: cudamlp element tests on the GPU"
       # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the whole file takes long under memcheck.
       env PP_TEST_BACKEND=cuda G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
