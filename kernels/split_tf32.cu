@@ -4,13 +4,13 @@
  *
  *   X·Wᵀ + b = (u − 128)·(scale·W)ᵀ + (b + (128·scale + bias)·Σ_k W),
  *
- * and scale·W (FP32, 24-bit significand) is, to within one part in 2²²,
- * the sum of two TF32 pieces (11 bits each): hi, the nearest TF32; lo, the
- * nearest to what is left. One TF32 GEMM with the pieces along K,
- * [U U]·[W_hi W_lo]ᵀ, then multiplies exact values and adds them in FP32
- * on the tensor cores. One piece is TF32's own precision, for
- * precision=tf32. Each piece is padded to kp (a multiple of 8) with zeros
- * in both operands, for cuBLASLt's alignment.
+ * and scale·W (FP32, 24-bit significand) is, to within one part in 2²³
+ * (one FP32 ulp), the sum of two TF32 pieces (11 significant bits each):
+ * hi, the nearest TF32; lo, the nearest to what is left. One TF32 GEMM
+ * with the pieces along K, [U U]·[W_hi W_lo]ᵀ, then multiplies exact
+ * values and adds them in FP32 on the tensor cores. One piece is TF32's
+ * own precision, for precision=tf32. Each piece is padded to kp (a
+ * multiple of 8) with zeros in both operands, for cuBLASLt's alignment.
  *
  * Why TF32 and not BF16: three BF16 pieces were faster (seed's first
  * layer 20.7 µs against 31.0), but racecheck reports shared-memory hazards
