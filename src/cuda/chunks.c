@@ -315,8 +315,8 @@ choose_arrangement(cuda_backend *b, bool try_zero_copy, double *us, unsigned *ch
 
 /* A chain of layers can beat a whole-MLP kernel on the MLP alone and lose
  * the frame: the whole kernel reads a frame in place while it computes
- * (hd: split+rowdot 70.5 µs against fused 108 alone, but a paced frame
- * 183-208 µs in chunks against 172 fused in place; H100,
+ * (hd: split+rowdot on BF16 pieces 70.5 µs against fused 108 alone, but
+ * a paced frame 183-208 µs in chunks against 172 fused in place; H100,
  * docs/PERFORMANCE.md). So the whole kernel that lost (whole_alt) gets its
  * own arrangement timed, and the frame's time decides; slot 0's graphs
  * follow the kernels. The layers must win by CHUNK_GAIN: timed here back
