@@ -5,7 +5,6 @@
 #include "cuda_kernels.h"
 
 #define CANDIDATES 8
-#define TUNE_REPS 5
 
 struct pp_lt_gemm {
   cublasLtHandle_t handle;
@@ -30,8 +29,8 @@ struct pp_lt_gemm {
 cublasStatus_t
 pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uint32_t ldx,
                 uint32_t ldc, const float *bias, pp_act act, pp_lt_math math,
-                size_t workspace_bytes, cudaStream_t tune_stream, const void *x, const void *w,
-                float *c, void *workspace, pp_lt_gemm **out)
+                size_t workspace_bytes, cudaStream_t tune_stream, unsigned tune_reps, const void *x,
+                const void *w, float *c, void *workspace, pp_lt_gemm **out)
 {
   cublasStatus_t status;
   cublasLtMatmulPreference_t pref = NULL;
@@ -80,14 +79,15 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
   }
   /* cuBLAS's own ranking is a guess; time its candidates on these shapes. */
   g->algo = results[0].algo;
-  if (cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess) {
+  if (tune_reps > 0 && cudaEventCreate(&start) == cudaSuccess &&
+      cudaEventCreate(&stop) == cudaSuccess) {
     float best = -1;
     for (int i = 0; i < found; i++) {
       g->algo = results[i].algo;
       if (pp_lt_gemm_run(g, tune_stream, x, w, c, workspace) != CUBLAS_STATUS_SUCCESS)
         continue;
       cudaEventRecord(start, tune_stream);
-      for (int r = 0; r < TUNE_REPS; r++)
+      for (unsigned r = 0; r < tune_reps; r++)
         pp_lt_gemm_run(g, tune_stream, x, w, c, workspace);
       cudaEventRecord(stop, tune_stream);
       float ms = 0;
@@ -100,8 +100,10 @@ pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n, uin
     g->algo = results[0].algo;
   }
   cudaGetLastError(); /* a refused candidate leaves nothing behind */
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  if (start)
+    cudaEventDestroy(start);
+  if (stop)
+    cudaEventDestroy(stop);
   cublasLtMatmulPreferenceDestroy(pref);
   *out = g;
   return CUBLAS_STATUS_SUCCESS;

@@ -26,15 +26,20 @@ typedef enum {
   PP_LT_TF32,
 } pp_lt_math;
 
+/* Runs of each candidate algorithm timed to choose one. 0 takes cuBLAS's
+ * first candidate untimed: for compute-sanitizer runs, where each GEMM is
+ * hundreds of times slower and which algorithm runs does not matter. */
+#define PP_LT_TUNE_REPS 5
+
 /* `bias` is fixed at plan time (weights never move). X's rows are ldx
  * elements apart, W's k. Returns the cuBLAS
  * status; `tune_stream`, `x`, `w`, `c` and `workspace` are used to time the
- * candidate algorithms. */
+ * candidate algorithms, `tune_reps` runs each. */
 cublasStatus_t pp_lt_gemm_plan(cublasLtHandle_t handle, uint32_t m, uint32_t k, uint32_t n,
                                uint32_t ldx, uint32_t ldc, const float *bias, pp_act act,
                                pp_lt_math math, size_t workspace_bytes, cudaStream_t tune_stream,
-                               const void *x, const void *w, float *c, void *workspace,
-                               pp_lt_gemm **out);
+                               unsigned tune_reps, const void *x, const void *w, float *c,
+                               void *workspace, pp_lt_gemm **out);
 
 cublasStatus_t pp_lt_gemm_run(const pp_lt_gemm *g, cudaStream_t stream, const void *x,
                               const void *w, float *c, void *workspace);

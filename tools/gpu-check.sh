@@ -46,15 +46,16 @@ for step in "${steps[@]}"; do
         for t in ${SANITIZE_TESTS:-test_cuda_kernels test_cuda_blas test_cuda_backend}; do
           echo "== compute-sanitizer --tool $tool $t"
           # test_cuda_backend runs past 10 minutes under racecheck: its seven
-          # tests then run as seven processes at once.
+          # tests then run as seven processes at once (under memcheck too,
+          # where SANITIZE_BACKEND_TESTS names them).
           filters=("")
-          [ "$tool" = racecheck ] && [ $t = test_cuda_backend ] &&
+          [ $t = test_cuda_backend ] && { [ "$tool" = racecheck ] || [ -n "$SANITIZE_BACKEND_TESTS" ]; } &&
             filters=(${SANITIZE_BACKEND_TESTS:-test_every_path test_completion_modes_and_graphs
               test_chunks test_zero_copy test_autotune_picks_a_working_path
               test_flush_and_teardown_in_flight test_device_errors})
           pids=()
           for f in "${filters[@]}"; do
-            env PP_GPU_QUICK=1 ${f:+PP_TEST_FILTER=$f} compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            env PP_GPU_QUICK=1 PINGPONG_CUDA_TUNE=quick ${f:+PP_TEST_FILTER=$f} compute-sanitizer --tool "$tool" --error-exitcode 99 \
               $( [ "$tool" = memcheck ] && echo --leak-check full ) \
               "$BUILD/tests/gpu/$t" > "$LOGS/sanitize-$tool-$t${f:+-$f}.log" 2>&1 &
             pids+=($!)
@@ -73,7 +74,7 @@ for step in "${steps[@]}"; do
       [ "${SANITIZE_ELEMENTS:-1}" = 0 ] && continue
       echo "== compute-sanitizer --tool memcheck: cudamlp element tests on the GPU"
       # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the whole file takes long under memcheck.
-      env PP_TEST_BACKEND=cuda G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
+      env PP_TEST_BACKEND=cuda PINGPONG_CUDA_TUNE=quick G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
         ${SANITIZE_ELEMENT_FILTER:+PP_TEST_FILTER=$SANITIZE_ELEMENT_FILTER} \
         compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/elements/test_cudamlp" \
         > "$LOGS/sanitize-memcheck-elements.log" 2>&1
@@ -82,7 +83,7 @@ for step in "${steps[@]}"; do
       echo "exit $rc"
       [ $rc -eq 0 ] || status=1
       echo "== compute-sanitizer --tool memcheck: YUV formats on the GPU"
-      PP_TEST_BACKEND=cuda PP_TEST_FILTER=test_every_yuv_format G_DEBUG=fatal-warnings \
+      PP_TEST_BACKEND=cuda PINGPONG_CUDA_TUNE=quick PP_TEST_FILTER=test_every_yuv_format G_DEBUG=fatal-warnings \
         GST_REGISTRY_FORK=no compute-sanitizer --tool memcheck --error-exitcode 99 \
         "$BUILD/tests/elements/test_yuv" > "$LOGS/sanitize-memcheck-yuv.log" 2>&1
       rc=$?

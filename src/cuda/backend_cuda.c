@@ -515,6 +515,7 @@ cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
   b->use_graphs = !graphs || strcmp(graphs, "0") != 0;
   b->use_signal = g_strcmp0(g_getenv("PINGPONG_CUDA_SIGNAL"), "0") != 0;
   b->trace = g_strcmp0(g_getenv("PINGPONG_CUDA_TRACE"), "1") == 0;
+  b->quick_tune = g_strcmp0(g_getenv("PINGPONG_CUDA_TUNE"), "quick") == 0;
   b->timing_period = opts->time_every_frame ? 1 : TIMING_PERIOD;
   g_mutex_init(&b->lock);
   g_cond_init(&b->wake);

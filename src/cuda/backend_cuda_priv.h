@@ -89,6 +89,11 @@ struct cuda_backend {
   pp_completion completion;
   bool use_graphs;
   bool use_signal; /* PINGPONG_CUDA_SIGNAL=0: every frame by its event, for comparisons */
+  /* PINGPONG_CUDA_TUNE=quick: configure times each choice once, and takes
+   * cuBLAS's first algorithm, for compute-sanitizer runs (each kernel is
+   * hundreds of times slower there; the choices matter less than the
+   * checks). */
+  bool quick_tune;
   cudaStream_t setup_stream;
   cublasLtHandle_t lt;
 

@@ -166,8 +166,9 @@ time_frames(cuda_backend *b, double *us, char **msg)
 {
   cuda_slot *s = &b->slots[0];
   double samples[CHUNK_REPS];
+  const unsigned reps = b->quick_tune ? 1 : CHUNK_REPS, warm_up = b->quick_tune ? 0 : 2;
   s->timed = false;
-  for (unsigned i = 0; i < CHUNK_REPS + 2; i++) {
+  for (unsigned i = 0; i < reps + warm_up; i++) {
     const int64_t t0 = pp_now_ns();
     int rc = cuda_enqueue_frame(b, s, s->staging_in, NULL, s->staging_out, msg);
     if (rc < 0)
@@ -177,10 +178,10 @@ time_frames(cuda_backend *b, double *us, char **msg)
     while ((err = cudaEventQuery(s->ev_done)) == cudaErrorNotReady)
       ;
     CUDA_CHECK(err);
-    if (i >= 2) /* two warm-up frames */
-      samples[i - 2] = (pp_now_ns() - t0) / 1000.0;
+    if (i >= warm_up)
+      samples[i - warm_up] = (pp_now_ns() - t0) / 1000.0;
   }
-  *us = pp_median(samples, CHUNK_REPS);
+  *us = pp_median(samples, reps);
   return 0;
 }
 

@@ -41,6 +41,12 @@ path_fits(const cuda_backend *b, pp_cuda_path path)
   return path < PP_N_PATHS;
 }
 
+static unsigned
+tune_reps(const cuda_backend *b)
+{
+  return b->quick_tune ? 1 : TUNE_REPS;
+}
+
 /* Median time, in µs, on slot 0: layer `layer` alone on `path`, or the
  * whole MLP (layer < 0, `path` as pp_gpu_mlp_run's force). */
 static int
@@ -52,7 +58,7 @@ time_run(cuda_backend *b, int layer, pp_cuda_path path, unsigned reps, double *u
 #define RUN()                                                                                      \
   (layer < 0 ? pp_gpu_mlp_run(b, s, path, s->stream, msg)                                          \
              : pp_gpu_mlp_run_layer(b, s, (unsigned) layer, path, s->stream, msg))
-  for (unsigned i = 0; i < 3 && rc == 0; i++)
+  for (unsigned i = 0; i < (b->quick_tune ? 0u : 3u) && rc == 0; i++)
     rc = RUN();
   for (unsigned i = 0; i < reps && rc == 0; i++) {
     cudaError_t err = pp_cuda_spin(s->stream, TIMING_LEAD_US);
@@ -116,8 +122,8 @@ plan_layer(cuda_backend *b, unsigned i, pp_cuda_path path, uint32_t n, pp_lt_gem
   const pp_lt_math math = split || b->precision == PP_PRECISION_TF32 ? PP_LT_TF32 : PP_LT_FP32;
   BLAS_CHECK(pp_lt_gemm_plan(b->lt, n, k, l->out, ldx, last ? l->out : b->ldh,
                              split ? l->b_split : l->b, l->act, math, LT_WORKSPACE_BYTES, s->stream,
-                             x, split ? l->w_split : l->w, last ? s->d_out : s->d_h[i % 2],
-                             s->workspace, plan));
+                             b->quick_tune ? 0 : PP_LT_TUNE_REPS, x, split ? l->w_split : l->w,
+                             last ? s->d_out : s->d_h[i % 2], s->workspace, plan));
   return 0;
 }
 
@@ -226,7 +232,7 @@ tune_small_rows(cuda_backend *b, double *best, char **msg)
   for (uint32_t i = 0; i < PP_SMALL_ROW_CHOICES; i++) {
     b->small_rows = 1u << i;
     double us;
-    const int rc = time_run(b, -1, PP_PATH_SMALL, TUNE_REPS, &us, msg);
+    const int rc = time_run(b, -1, PP_PATH_SMALL, tune_reps(b), &us, msg);
     if (rc < 0)
       return rc;
     if (*best < 0 || us < *best) {
@@ -272,7 +278,7 @@ pp_gpu_mlp_plan(cuda_backend *b, char **msg)
       double us;
       if ((p == PP_PATH_CUBLAS && !l->lt) || (p == PP_PATH_SPLIT && (i > 0 || !l->lt_split)))
         continue;
-      if ((rc = time_run(b, (int) i, p, TUNE_REPS, &us, msg)) < 0)
+      if ((rc = time_run(b, (int) i, p, tune_reps(b), &us, msg)) < 0)
         return rc;
       if (best < 0 || us < best) {
         best = us;
@@ -281,14 +287,14 @@ pp_gpu_mlp_plan(cuda_backend *b, char **msg)
     }
   }
   double best = -1;
-  if (b->n_layers == 2 && (rc = time_run(b, -1, PP_N_PATHS, TUNE_REPS, &best, msg)) < 0)
+  if (b->n_layers == 2 && (rc = time_run(b, -1, PP_N_PATHS, tune_reps(b), &best, msg)) < 0)
     return rc;
   /* The faster whole-MLP kernel, if one fits. */
   double whole_us = small;
   pp_cuda_path whole = small >= 0 ? PP_PATH_SMALL : PP_N_PATHS;
   if (fused_fits(b)) {
     double fused;
-    if ((rc = time_run(b, -1, PP_PATH_FUSED, TUNE_REPS, &fused, msg)) < 0)
+    if ((rc = time_run(b, -1, PP_PATH_FUSED, tune_reps(b), &fused, msg)) < 0)
       return rc;
     if (whole == PP_N_PATHS || fused < whole_us) {
       whole_us = fused;

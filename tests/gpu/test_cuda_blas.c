@@ -40,7 +40,8 @@ check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n,
   void *ws = device_copy(NULL, 32u << 20);
   pp_lt_gemm *g = NULL;
   assert_int_equal(pp_lt_gemm_plan(lt, m, k, n, k, ldc, d_b, act, tf32 ? PP_LT_TF32 : PP_LT_FP32,
-                                   32u << 20, kc_stream, d_x, d_w, d_c, ws, &g),
+                                   32u << 20, kc_stream, quick ? 0 : PP_LT_TUNE_REPS, d_x, d_w, d_c,
+                                   ws, &g),
                    CUBLAS_STATUS_SUCCESS);
   CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * ldc * sizeof(float), kc_stream));
   assert_int_equal(pp_lt_gemm_run(g, kc_stream, d_x, d_w, d_c, ws), CUBLAS_STATUS_SUCCESS);
@@ -149,7 +150,7 @@ check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_forma
   CHECK_CUDA(pp_cuda_split_convert(kc_stream, &in.a, m, k, pieces, d_xs));
   pp_lt_gemm *g = NULL;
   assert_int_equal(pp_lt_gemm_plan(lt, m, ld, n, ld, n, d_bs, act, PP_LT_TF32, 32u << 20, kc_stream,
-                                   d_xs, d_ws, d_c, ws, &g),
+                                   quick ? 0 : PP_LT_TUNE_REPS, d_xs, d_ws, d_c, ws, &g),
                    CUBLAS_STATUS_SUCCESS);
   CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * n * sizeof(float), kc_stream));
   assert_int_equal(pp_lt_gemm_run(g, kc_stream, d_xs, d_ws, d_c, ws), CUBLAS_STATUS_SUCCESS);
