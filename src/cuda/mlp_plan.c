@@ -151,8 +151,11 @@ plan_split(cuda_backend *b)
   if (!cuda_split_fits(b))
     return;
   if (cuda_split_weights(b, &why) < 0 ||
-      plan_layer(b, 0, PP_PATH_SPLIT, b->layout.n, &b->layers[0].lt_split, &why) < 0)
+      plan_layer(b, 0, PP_PATH_SPLIT, b->layout.n, &b->layers[0].lt_split, &why) < 0) {
+    if (b->trace)
+      g_printerr("pingpong cuda split: not a candidate: %s\n", why);
     cuda_split_free(b);
+  }
   g_free(why);
 }
 
@@ -280,6 +283,8 @@ pp_gpu_mlp_plan(cuda_backend *b, char **msg)
         continue;
       if ((rc = time_run(b, (int) i, p, tune_reps(b), &us, msg)) < 0)
         return rc;
+      if (b->trace)
+        g_printerr("pingpong cuda layer %u: %s %.1f µs\n", i, cuda_path_name(p), us);
       if (best < 0 || us < best) {
         best = us;
         l->path = p;
