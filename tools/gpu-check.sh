@@ -49,7 +49,7 @@ for step in "${steps[@]}"; do
           # tests then run as seven processes at once (under memcheck too,
           # where SANITIZE_BACKEND_TESTS names them).
           filters=("")
-          [ $t = test_cuda_backend ] && { [ "$tool" = racecheck ] || [ -n "$SANITIZE_BACKEND_TESTS" ]; } &&
+          [ $t = test_cuda_backend ] && { [ "$tool" = racecheck ] || [ -n "${SANITIZE_BACKEND_TESTS:-}" ]; } &&
             filters=(${SANITIZE_BACKEND_TESTS:-test_every_path test_completion_modes_and_graphs
               test_chunks test_zero_copy test_autotune_picks_a_working_path
               test_flush_and_teardown_in_flight test_device_errors})
