@@ -101,6 +101,16 @@ set_srcresult(GstCudaMlp *self, GstFlowReturn flow)
   GST_OBJECT_UNLOCK(self);
 }
 
+/* The stream stops for good: the chain returns `flow` upstream from now
+ * on, a chain waiting for a slot is released, and the source task pushes
+ * nothing more (the caller has posted the error). */
+static void
+stop_stream(GstCudaMlp *self, GstFlowReturn flow)
+{
+  set_srcresult(self, flow);
+  pp_engine_set_flushing(self->engine, TRUE);
+}
+
 /* ---- stats -------------------------------------------------------------- */
 
 /* "devices": each device's share, from its slots' (slot i runs on the i-th
@@ -302,6 +312,8 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
   GST_OBJECT_UNLOCK(self);
   g_clear_pointer(&self->generated_model, pp_model_free);
   g_clear_pointer(&self->generated_key, g_free);
+  gst_clear_caps(&self->refused_caps);
+  self->downstream_eos = FALSE;
   self->model = NULL;
 }
 
@@ -499,7 +511,16 @@ make_output_pool(GstCudaMlp *self, const pp_model *model)
   return self->output_pool && gst_buffer_pool_set_active(self->output_pool, TRUE);
 }
 
-static gboolean
+/* What set_caps made of a caps event: taken, refused (the frames do not
+ * fit the element's settings or model), or a failure of the backend that
+ * stops the stream. Either failure has been posted as an element error. */
+typedef enum {
+  CAPS_TAKEN,
+  CAPS_REFUSED,
+  CAPS_FAILED,
+} caps_outcome;
+
+static caps_outcome
 gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
 {
   GST_OBJECT_LOCK(self);
@@ -520,21 +541,21 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
                       ("%s (caps %" GST_PTR_FORMAT ")", msg, caps));
     g_free(msg);
-    return FALSE;
+    return CAPS_REFUSED;
   }
   /* Frames of the old caps finish first: the slots are resized below. */
   if (pp_engine_is_configured(self->engine) && pp_engine_drain(self->engine) < 0)
-    return FALSE;
+    return CAPS_FAILED;
   if (pp_engine_configure(self->engine, model, &layout, self->active_slots, &msg) < 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."), ("%s", msg));
     g_free(msg);
-    return FALSE;
+    return CAPS_FAILED;
   }
   self->layout = layout;
   self->model = model;
   if (!make_output_pool(self, model)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate output buffers."), (NULL));
-    return FALSE;
+    return CAPS_FAILED;
   }
   self->frame_duration =
       fps_n > 0 ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
@@ -548,10 +569,51 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
                                        : pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
   const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
   gst_caps_unref(out_caps);
-  return rc == 0;
+  return rc == 0 ? CAPS_TAKEN : CAPS_FAILED;
 }
 
 /* ---- streaming ---------------------------------------------------------- */
+
+/* Maps a frame and its output buffer into `s` and fills the job's pointers;
+ * takes both buffers either way (freed on failure, with the error posted). */
+static GstFlowReturn
+map_frame(GstCudaMlp *self, GstCudaMlpFrame *s, GstBuffer *buffer, GstBuffer *output, pp_job *job)
+{
+  gchar *msg = NULL;
+  pp_cuda_input_where where = PP_CUDA_INPUT_HOST;
+  if (pp_cuda_input_is_device(buffer)) {
+    GstObject *ctx = ref_cuda_context(self);
+    where = pp_cuda_input_map(buffer, ctx, &self->layout, &s->input_map, job, &msg);
+    gst_clear_object(&ctx);
+    if (where == PP_CUDA_INPUT_ERROR) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read a frame in CUDA memory."), ("%s", msg));
+      g_free(msg);
+      gst_buffer_unref(buffer);
+      gst_buffer_unref(output);
+      return GST_FLOW_ERROR;
+    }
+  }
+  if (where == PP_CUDA_INPUT_HOST && !gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, (NULL), ("Cannot map an input buffer."));
+    gst_buffer_unref(buffer);
+    gst_buffer_unref(output);
+    return GST_FLOW_ERROR;
+  }
+  s->input = buffer;
+  if (!gst_buffer_map(output, &s->output_map, GST_MAP_WRITE)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, (NULL), ("Cannot map an output buffer."));
+    release_frame(s);
+    gst_buffer_unref(output);
+    return GST_FLOW_ERROR;
+  }
+  s->output = output;
+  if (where == PP_CUDA_INPUT_HOST) {
+    job->input = s->input_map.data;
+    job->input_pinned = self->pinned && gst_pp_buffer_is_pinned(buffer);
+  }
+  job->output = (float *) s->output_map.data;
+  return GST_FLOW_OK;
+}
 
 static GstFlowReturn
 gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
@@ -565,9 +627,10 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   (void) pad;
 
   if (flow != GST_FLOW_OK)
-    goto drop;
+    goto drop; /* EOS downstream, refused caps, an error: said once already */
   if (!pp_engine_is_configured(self->engine) || !self->output_pool) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("Got a buffer before any usable caps."));
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("Got a buffer before any caps."));
+    set_srcresult(self, GST_FLOW_NOT_NEGOTIATED);
     flow = GST_FLOW_NOT_NEGOTIATED;
     goto drop;
   }
@@ -577,6 +640,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
                       ("buffer of %" G_GSIZE_FORMAT " bytes; the caps need %zu per frame", size,
                        self->layout.frame_bytes));
     flow = GST_FLOW_ERROR;
+    stop_stream(self, flow);
     goto drop;
   }
   if (pp_engine_acquire(self->engine, &ticket) < 0) {
@@ -589,33 +653,11 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
 
   GstCudaMlpFrame *s = &self->frames[ticket];
   pp_job job = { .output_pinned = self->pinned };
-  pp_cuda_input_where where = PP_CUDA_INPUT_HOST;
-  if (pp_cuda_input_is_device(buffer)) {
-    GstObject *ctx = ref_cuda_context(self);
-    where = pp_cuda_input_map(buffer, ctx, &self->layout, &s->input_map, &job, &msg);
-    gst_clear_object(&ctx);
-    if (where == PP_CUDA_INPUT_ERROR) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read a frame in CUDA memory."), ("%s", msg));
-      g_free(msg);
-      gst_buffer_unref(output);
-      flow = GST_FLOW_ERROR;
-      goto drop;
-    }
+  flow = map_frame(self, s, buffer, output, &job);
+  if (flow != GST_FLOW_OK) {
+    stop_stream(self, flow);
+    return flow;
   }
-  if (where == PP_CUDA_INPUT_HOST && !gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, (NULL), ("Cannot map an input buffer."));
-    gst_buffer_unref(output);
-    flow = GST_FLOW_ERROR;
-    goto drop;
-  }
-  gst_buffer_map(output, &s->output_map, GST_MAP_WRITE);
-  s->input = buffer;
-  s->output = output;
-  if (where == PP_CUDA_INPUT_HOST) {
-    job.input = s->input_map.data;
-    job.input_pinned = self->pinned && gst_pp_buffer_is_pinned(buffer);
-  }
-  job.output = (float *) s->output_map.data;
   const int rc = pp_engine_submit(self->engine, ticket, &job, s, &msg);
   if (rc < 0) {
     release_frame(s);
@@ -623,6 +665,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
       return get_srcresult(self);
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot queue a frame."), ("%s", msg));
     g_free(msg);
+    stop_stream(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }
   pp_trace_host(self->trace, "chain", entered, pp_now_ns(), (gint64) self->chained++);
@@ -655,6 +698,68 @@ attach_scores(GstCudaMlp *self, GstBuffer *frame, GstBuffer *scores)
   return frame;
 }
 
+/* A frame's result downstream: its tensors with the frame's timestamps, or
+ * the frame itself carrying them. Takes both buffers. */
+static GstFlowReturn
+push_result(GstCudaMlp *self, const pp_item *item, GstBuffer *input, GstBuffer *output)
+{
+  const gint64 start = self->trace ? pp_now_ns() : 0;
+  GstFlowReturn flow;
+  if (self->frames_out) {
+    flow = gst_pad_push(self->srcpad, attach_scores(self, input, output));
+  } else {
+    gst_buffer_copy_into(output, input, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+    gst_buffer_unref(input);
+    flow = gst_pad_push(self->srcpad, output);
+  }
+  pp_trace_host(self->trace, "push", start, pp_now_ns(), (gint64) item->seq);
+  return flow;
+}
+
+/* Downstream's answer to a push. EOS: downstream wants no more frames, but
+ * the events behind them (upstream's EOS above all) still go on, so the
+ * task keeps running and drops frames; the chain returns EOS upstream.
+ * FLUSHING: a flush or a state change is under way. Anything else stops
+ * the stream with an error, as GStreamer's elements do. */
+static void
+handle_push_result(GstCudaMlp *self, GstFlowReturn flow)
+{
+  if (flow == GST_FLOW_OK)
+    return;
+  if (flow == GST_FLOW_EOS) {
+    GST_DEBUG_OBJECT(self, "downstream returned EOS: dropping frames until a new segment");
+    self->downstream_eos = TRUE;
+    GST_OBJECT_LOCK(self);
+    if (self->srcresult == GST_FLOW_OK)
+      self->srcresult = GST_FLOW_EOS;
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
+  GST_DEBUG_OBJECT(self, "pausing: %s", gst_flow_get_name(flow));
+  if (flow != GST_FLOW_FLUSHING)
+    GST_ELEMENT_FLOW_ERROR(self, flow);
+  stop_stream(self, flow);
+  gst_pad_pause_task(self->srcpad);
+}
+
+static void
+push_marker(GstCudaMlp *self, GstEvent *event)
+{
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_STREAM_START:
+    case GST_EVENT_SEGMENT:
+      /* A new stream or segment: downstream may take frames again. */
+      self->downstream_eos = FALSE;
+      break;
+    case GST_EVENT_EOS:
+      post_stats(self);
+      break;
+    default:
+      break;
+  }
+  gst_pad_push_event(self->srcpad, event);
+}
+
 /* Pushes one result, or one event, per call: strictly in the order the
  * frames and events came in. */
 static void
@@ -668,10 +773,7 @@ gst_cuda_mlp_loop(GstPad *pad)
     return;
   }
   if (item.kind == PP_ITEM_MARKER) {
-    GstEvent *event = item.user;
-    if (GST_EVENT_TYPE(event) == GST_EVENT_EOS)
-      post_stats(self);
-    gst_pad_push_event(self->srcpad, event);
+    push_marker(self, item.user);
     return;
   }
 
@@ -682,38 +784,21 @@ gst_cuda_mlp_loop(GstPad *pad)
   s->input = s->output = NULL;
   pp_engine_release(self->engine, item.ticket);
 
-  GstFlowReturn flow;
   if (item.status < 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Processing a frame failed."),
                       ("%s backend: %s", pp_engine_backend_name(self->engine), item.message));
     gst_buffer_unref(input);
     gst_buffer_unref(output);
-    flow = GST_FLOW_ERROR;
-  } else {
-    const gint64 start = self->trace ? pp_now_ns() : 0;
-    if (self->frames_out) {
-      flow = gst_pad_push(self->srcpad, attach_scores(self, input, output));
-    } else {
-      gst_buffer_copy_into(output, input, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0,
-                           -1);
-      gst_buffer_unref(input);
-      flow = gst_pad_push(self->srcpad, output);
-    }
-    pp_trace_host(self->trace, "push", start, pp_now_ns(), (gint64) item.seq);
-  }
-  if (flow == GST_FLOW_OK)
+    stop_stream(self, GST_FLOW_ERROR);
+    gst_pad_pause_task(pad);
     return;
-
-  GST_DEBUG_OBJECT(self, "pausing: %s", gst_flow_get_name(flow));
-  set_srcresult(self, flow);
-  /* Unblocks a chain waiting for a slot; it returns `flow` upstream. */
-  pp_engine_set_flushing(self->engine, TRUE);
-  if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) {
-    if (item.status == 0)
-      GST_ELEMENT_FLOW_ERROR(self, flow);
-    gst_pad_push_event(self->srcpad, gst_event_new_eos());
   }
-  gst_pad_pause_task(pad);
+  if (self->downstream_eos) {
+    gst_buffer_unref(input);
+    gst_buffer_unref(output);
+    return;
+  }
+  handle_push_result(self, push_result(self, &item, input, output));
 }
 
 static gboolean
@@ -723,6 +808,7 @@ gst_cuda_mlp_src_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode, 
   if (mode != GST_PAD_MODE_PUSH)
     return FALSE;
   if (active) {
+    self->downstream_eos = FALSE;
     set_srcresult(self, GST_FLOW_OK);
     pp_engine_set_flushing(self->engine, FALSE);
     return gst_pad_start_task(pad, (GstTaskFunction) gst_cuda_mlp_loop, pad, NULL);
@@ -745,6 +831,40 @@ gst_cuda_mlp_sink_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode,
   return TRUE;
 }
 
+/* A caps event: refused caps are said once (a sticky caps event comes
+ * again before every buffer), and the chain then returns NOT_NEGOTIATED
+ * until caps that fit arrive. */
+static gboolean
+handle_caps_event(GstCudaMlp *self, GstEvent *event)
+{
+  GstCaps *caps;
+  gst_event_parse_caps(event, &caps);
+  gboolean taken = FALSE;
+  if (self->refused_caps && gst_caps_is_equal(caps, self->refused_caps)) {
+    GST_DEBUG_OBJECT(self, "refused these caps already");
+  } else {
+    switch (gst_cuda_mlp_set_caps(self, caps)) {
+      case CAPS_TAKEN:
+        gst_clear_caps(&self->refused_caps);
+        taken = TRUE;
+        break;
+      case CAPS_REFUSED:
+        gst_caps_replace(&self->refused_caps, caps);
+        set_srcresult(self, GST_FLOW_NOT_NEGOTIATED);
+        break;
+      case CAPS_FAILED:
+        stop_stream(self, GST_FLOW_ERROR);
+        break;
+    }
+  }
+  GST_OBJECT_LOCK(self);
+  if (taken && self->srcresult == GST_FLOW_NOT_NEGOTIATED)
+    self->srcresult = GST_FLOW_OK;
+  GST_OBJECT_UNLOCK(self);
+  gst_event_unref(event);
+  return taken;
+}
+
 static gboolean
 gst_cuda_mlp_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
 {
@@ -761,25 +881,37 @@ gst_cuda_mlp_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
       gst_pad_pause_task(self->srcpad);
       return ret;
     case GST_EVENT_FLUSH_STOP:
-      /* In-flight frames finish on the backend and are dropped. */
+      /* In-flight frames finish on the backend and are dropped. The task is
+       * paused here, so it is safe to touch what it owns. */
       pp_engine_flush(self->engine);
       pp_engine_set_flushing(self->engine, FALSE);
+      self->downstream_eos = FALSE;
       set_srcresult(self, GST_FLOW_OK);
       ret = gst_pad_push_event(self->srcpad, event);
       gst_pad_start_task(self->srcpad, (GstTaskFunction) gst_cuda_mlp_loop, self->srcpad, NULL);
       return ret;
-    case GST_EVENT_CAPS: {
-      GstCaps *caps;
-      gst_event_parse_caps(event, &caps);
-      ret = gst_cuda_mlp_set_caps(self, caps);
-      gst_event_unref(event);
-      return ret;
-    }
+    case GST_EVENT_CAPS:
+      return handle_caps_event(self, event);
     default:
       break;
   }
   if (!GST_EVENT_IS_SERIALIZED(event))
     return gst_pad_event_default(pad, parent, event);
+
+  GST_OBJECT_LOCK(self);
+  const GstFlowReturn flow = self->srcresult;
+  /* A new stream or segment may be wanted again after downstream's EOS. */
+  if (flow == GST_FLOW_EOS && (GST_EVENT_TYPE(event) == GST_EVENT_STREAM_START ||
+                               GST_EVENT_TYPE(event) == GST_EVENT_SEGMENT))
+    self->srcresult = GST_FLOW_OK;
+  GST_OBJECT_UNLOCK(self);
+  /* After an error nothing more goes downstream; after downstream's EOS
+   * the events still do, in order behind the frames. */
+  if (flow != GST_FLOW_OK && flow != GST_FLOW_EOS) {
+    GST_DEBUG_OBJECT(self, "dropping %" GST_PTR_FORMAT ": %s", event, gst_flow_get_name(flow));
+    gst_event_unref(event);
+    return FALSE;
+  }
   /* Serialized events leave in order with the frames around them. */
   if (pp_engine_push_marker(self->engine, event) < 0) {
     gst_event_unref(event);

@@ -69,8 +69,18 @@ struct _GstCudaMlp {
   GstClockTime frame_duration;
 
   GstCudaMlpFrame frames[PP_MAX_TICKETS]; /* by engine ticket */
-  GstFlowReturn srcresult;                /* under the object lock */
-  GstStructure *last_stats;               /* under the object lock; what stop saw */
+  /* What the chain returns upstream (object lock): OK; FLUSHING while
+   * inactive or flushing; EOS once downstream has ended the stream (until
+   * a new segment); NOT_NEGOTIATED while the caps are refused; or the
+   * fatal return that stopped the stream. */
+  GstFlowReturn srcresult;
+  /* Source task only: downstream returned EOS, so frames are dropped while
+   * events still go on in order, until a STREAM_START or SEGMENT passes. */
+  gboolean downstream_eos;
+  /* Streaming thread only: the caps last refused, so a sticky caps event
+   * sent again before each buffer is refused without a second error. */
+  GstCaps *refused_caps;
+  GstStructure *last_stats; /* under the object lock; what stop saw */
 };
 
 G_END_DECLS
