@@ -168,6 +168,34 @@ to_f32(const pp_st_tensor *t)
   return values;
 }
 
+/* How many of `n` values are NaN or infinite. */
+static size_t
+count_nonfinite(const float *v, size_t n)
+{
+  size_t bad = 0;
+  for (size_t i = 0; v && i < n; i++)
+    bad += !isfinite(v[i]);
+  return bad;
+}
+
+/* The first tensor holding NaN or Inf, said as a sentence, or NULL. */
+static char *
+describe_nonfinite(const pp_model *m)
+{
+  for (unsigned l = 0; l < m->n_layers; l++) {
+    const pp_layer *layer = &m->layers[l];
+    const size_t in_w = count_nonfinite(layer->w, (size_t) layer->out * layer->in);
+    const size_t in_b = count_nonfinite(layer->b, layer->out);
+    if (in_w || in_b)
+      return g_strdup_printf(
+          "%s: tensor '%s'%s holds %zu NaN or infinite value%s: every score that depends on it "
+          "will be NaN",
+          m->source, layer->name, in_w ? "" : "'s bias", in_w ? in_w : in_b,
+          (in_w ? in_w : in_b) == 1 ? "" : "s");
+  }
+  return NULL;
+}
+
 static void
 free_layers(pp_model *m)
 {
@@ -284,6 +312,7 @@ pp_model_parse(const uint8_t *bytes, size_t len, const char *name, const char *l
     m->o = m->layers[n - 1].out;
     m->source = g_strdup(name);
     m->assumed = assumed;
+    m->nonfinite = describe_nonfinite(m);
     m->id = new_model_id();
     *out = m;
   } else {
@@ -442,5 +471,6 @@ pp_model_free(pp_model *model)
   free_layers(model);
   g_free(model->source);
   g_free(model->assumed);
+  g_free(model->nonfinite);
   g_free(model);
 }

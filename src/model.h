@@ -40,6 +40,9 @@ typedef struct {
   /* Set when the loader had to assume the activations (a file with no
    * description): what it assumed, for the element to say once. */
   char *assumed;
+  /* Set when a tensor holds NaN or Inf: which, for the element to say
+   * once before every score comes out NaN. */
+  char *nonfinite;
   uint64_t id; /* changes whenever the weights do: backends upload once per id */
 } pp_model;
 

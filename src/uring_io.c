@@ -510,9 +510,29 @@ pp_io_forget_buffer(pp_io *io, void *base)
 #define WHOLE_FILE_CHUNK (1u << 20)
 #define WHOLE_FILE_DEPTH 4
 
+/* What a file that is not a regular one is, for messages. */
+static const char *
+file_kind(mode_t mode)
+{
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
 int
 pp_read_whole_file(const char *path, uint8_t **bytes, size_t *len, char **msg)
 {
+  /* Opening a FIFO for reading blocks until a writer comes: refuse what is
+   * not a regular file before opening it. */
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (msg)
+      *msg = g_strdup_printf("is %s, not a regular file", file_kind(st.st_mode));
+    return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+  }
   const pp_io_options opts = { .access = PP_IO_READ, .queue_depth = WHOLE_FILE_DEPTH };
   pp_io *io = NULL;
   int rc = pp_io_open(path, &opts, &io, msg);

@@ -88,7 +88,9 @@ uint64_t pp_io_fixed_transfers(const pp_io *io);
  * Free with g_free. */
 char *pp_io_describe_state(const pp_io *io);
 
-/* Reads all of `path` (several reads in flight) into a new buffer (g_free). */
+/* Reads all of `path` (several reads in flight) into a new buffer (g_free).
+ * A path that is not a regular file (a FIFO, a directory, a device) is
+ * refused before it is opened. */
 int pp_read_whole_file(const char *path, uint8_t **bytes, size_t *len, char **msg);
 
 #endif
