@@ -49,13 +49,6 @@ typedef struct {
 #define PP_YUV_DY(e) (((uint32_t) (e) >> 15) & 0x7fffu)
 #define PP_YUV_C(e) ((uint32_t) (e) >> 30)
 
-/* Host helpers: the byte offsets table (K entries) for `layout`, and the
- * pp_cuda_a that reads frames of it at `frame` (device), given that table on
- * the host (to pick the vector path) and on the device. */
-void pp_cuda_k_offsets(const pp_frame_layout *layout, int32_t *table);
-pp_cuda_a pp_cuda_a_for_layout(const pp_frame_layout *layout, const int32_t *host_table,
-                               const void *frame, const int32_t *device_table);
-
 /* Round `n` up to a multiple of 4: the padded leading dimension of Wt. */
 static inline uint32_t
 pp_cuda_pad4(uint32_t n)

@@ -12,11 +12,10 @@
  * own precision, for precision=tf32. Each piece is padded to kp (a
  * multiple of 8) with zeros in both operands, for cuBLASLt's alignment.
  *
- * Why TF32 and not BF16: three BF16 pieces were faster (seed's first
- * layer 20.7 µs against 31.0), but racecheck reports shared-memory hazards
- * inside cuBLAS's BF16 kernels (nvjet_sm90_tss_*) even for a plain
- * cublasLtMatmul (tools/cublaslt-bf16-hazards), and none in its TF32
- * kernels on the same shapes (docs/PERFORMANCE.md).
+ * Why TF32 and not BF16: three BF16 pieces were faster, but racecheck
+ * reports shared-memory hazards inside cuBLAS's BF16 kernels
+ * (nvjet_sm90_tss_*) even for a plain cublasLtMatmul, and none in its TF32
+ * kernels on the same shapes (docs/PERFORMANCE.md, "Correctness").
  *
  * Centring the bytes keeps the products' sums small: the tensor cores add
  * in FP32 with truncation, so their error grows with the partial sums. */

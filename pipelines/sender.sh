@@ -29,7 +29,7 @@ launch=${PP_LAUNCH:-$PP_BUILD/tools/pingpong-launch}
 # so a latency would mean nothing).
 # WARMUP=N: the first N frames' round trips are left out of the figures.
 live=true rate=$LIVE latency=(--latency results --warmup "${WARMUP:-0}")
-# LATENCY_LOG=FILE: each frame's times, for tools/network-breakdown.py.
+# LATENCY_LOG=FILE: each frame's times, for bench/network-breakdown.py.
 [ -n "${LATENCY_LOG:-}" ] && latency+=(--latency-log "$LATENCY_LOG")
 [ "$LIVE" = 0 ] && live=false rate=30 latency=()
 SOURCE=${SOURCE:-videotestsrc num-buffers=$FRAMES pattern=ball is-live=$live \

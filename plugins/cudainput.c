@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cudainput.h"
 
 #ifdef PP_HAVE_GST_CUDA
@@ -9,6 +10,8 @@
 #include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
 #include <gst/video/video.h>
+
+#include "cuda_module.h"
 
 static guint
 context_device(GstCudaContext *ctx)
@@ -46,40 +49,56 @@ neighbours_context(GstElement *element, gint device_id)
   return found;
 }
 
-/* The process's own context per device: GStreamer's helper makes a new
- * CUcontext for every element that finds none around it, and contexts on
- * one GPU time-slice instead of running side by side. Measured on the H100
- * (docs/PERFORMANCE.md, "Several GPUs"): two cudamlps on one GPU, each in
- * its own context, gave 7.7k frames/s together, one alone 13.5k. */
-static GMutex shared_lock;
-static GWeakRef shared[64];
-
 gboolean
-pp_cuda_input_ensure_context(GstElement *element, gint device_id, GstObject **ctx)
+pp_cuda_input_neighbours(GstElement *element, gint device_id, GstObject **ctx)
 {
   /* No driver (libcuda) here: no CUDA memory either, and nothing to say. */
   if (!gst_cuda_load_library())
     return FALSE;
-  GstCudaContext *cuda = (GstCudaContext *) *ctx;
-  /* Set by the application, else a neighbour's, else the one other
-   * cudamlps of this process use, else whatever the helper finds or makes
-   * (asking the application through NEED_CONTEXT first). */
-  if (!cuda)
-    cuda = neighbours_context(element, device_id);
-  const gboolean cacheable = device_id >= 0 && device_id < (gint) G_N_ELEMENTS(shared);
-  g_mutex_lock(&shared_lock);
-  if (!cuda && cacheable)
-    cuda = g_weak_ref_get(&shared[device_id]);
-  const gboolean ok = gst_cuda_ensure_element_context(element, device_id, &cuda);
-  if (ok && cuda && cacheable) {
-    GstCudaContext *cached = g_weak_ref_get(&shared[device_id]);
-    if (!cached)
-      g_weak_ref_set(&shared[device_id], cuda);
-    gst_clear_object(&cached);
+  *ctx = (GstObject *) neighbours_context(element, device_id);
+  return *ctx != NULL;
+}
+
+void
+pp_cuda_input_ask_application(GstElement *element)
+{
+  gst_element_post_message(
+      element, gst_message_new_need_context(GST_OBJECT(element), GST_CUDA_CONTEXT_TYPE));
+}
+
+/* The device's primary context, wrapped: every cudamlp of the process, and
+ * any decoder that finds it through them, then runs in the one context the
+ * CUDA runtime uses anyway, instead of each making one of its own (contexts
+ * on one GPU time-slice, and each costs a context's start). */
+gboolean
+pp_cuda_input_primary(gint device_id, GstObject **ctx, gchar **msg)
+{
+  if (!gst_cuda_load_library()) {
+    *msg = g_strdup("GStreamer's CUDA library found no CUDA driver");
+    return FALSE;
   }
-  g_mutex_unlock(&shared_lock);
-  *ctx = (GstObject *) cuda;
-  return ok && cuda;
+  void *handle = NULL;
+  CUdevice device;
+  if (pp_cuda_primary_context(device_id, &handle, msg) < 0)
+    return FALSE;
+  if (CuDeviceGet(&device, device_id) != CUDA_SUCCESS) {
+    *msg = g_strdup_printf("the CUDA driver has no device %d", device_id);
+    return FALSE;
+  }
+  *ctx = (GstObject *) gst_cuda_context_new_wrapped((CUcontext) handle, device);
+  if (!*ctx) {
+    *msg = g_strdup("GStreamer's CUDA library refused the device's primary context");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+pp_cuda_input_announce(GstElement *element, GstObject *ctx)
+{
+  GstContext *context = gst_context_new_cuda_context((GstCudaContext *) ctx);
+  gst_element_set_context(element, context);
+  gst_element_post_message(element, gst_message_new_have_context(GST_OBJECT(element), context));
 }
 
 void
@@ -122,7 +141,9 @@ pp_cuda_input_map(GstBuffer *buffer, GstObject *ctx, const pp_frame_layout *layo
     *msg = g_strdup("a frame in CUDA memory, but cudamlp has no CUDA context");
     return PP_CUDA_INPUT_ERROR;
   }
-  if (mem->context != (GstCudaContext *) ctx) {
+  /* Wrappers of one CUcontext (the primary one) read each other's memory. */
+  if (gst_cuda_context_get_handle(mem->context) !=
+      gst_cuda_context_get_handle((GstCudaContext *) ctx)) {
     const guint theirs = context_device(mem->context),
                 ours = context_device((GstCudaContext *) ctx);
     if (theirs != ours) {
@@ -178,10 +199,30 @@ pp_cuda_input_built(void)
 }
 
 gboolean
-pp_cuda_input_ensure_context(GstElement *element, gint device_id, GstObject **ctx)
+pp_cuda_input_neighbours(GstElement *element, gint device_id, GstObject **ctx)
 {
   (void) element, (void) device_id, (void) ctx;
   return FALSE;
+}
+
+void
+pp_cuda_input_ask_application(GstElement *element)
+{
+  (void) element;
+}
+
+gboolean
+pp_cuda_input_primary(gint device_id, GstObject **ctx, gchar **msg)
+{
+  (void) device_id, (void) ctx;
+  *msg = g_strdup("built without GStreamer's CUDA library");
+  return FALSE;
+}
+
+void
+pp_cuda_input_announce(GstElement *element, GstObject *ctx)
+{
+  (void) element, (void) ctx;
 }
 
 void

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Frames in CUDA memory (`video/x-raw(memory:CUDAMemory)`) through
  * GStreamer's own CUDA library: sharing one CUDA context with the elements
  * around cudamlp (GstContext), and finding where a buffer's planes are on
@@ -16,10 +17,16 @@ G_BEGIN_DECLS
 /* Whether this build reads CUDA memory at all (GStreamer's CUDA library). */
 gboolean pp_cuda_input_built(void);
 
-/* The element's context (a GstCudaContext) in *ctx: set by the application
- * or a neighbour, found by querying them, or made for `device_id` and
- * announced. FALSE when CUDA memory cannot be used here. */
-gboolean pp_cuda_input_ensure_context(GstElement *element, gint device_id, GstObject **ctx);
+/* Finding a context (a GstCudaContext) for `device_id`, in the order
+ * GStreamer's elements look: a neighbour's, by a CONTEXT query on each
+ * pad (FALSE: none, or no CUDA driver); the application's, asked with a
+ * NEED_CONTEXT message (it answers through set_context); else the device's
+ * primary context, wrapped, which the element then announces (set on
+ * itself, and a HAVE_CONTEXT message for the pipeline to hand on). */
+gboolean pp_cuda_input_neighbours(GstElement *element, gint device_id, GstObject **ctx);
+void pp_cuda_input_ask_application(GstElement *element);
+gboolean pp_cuda_input_primary(gint device_id, GstObject **ctx, gchar **msg);
+void pp_cuda_input_announce(GstElement *element, GstObject *ctx);
 
 /* GstElement::set_context and the CONTEXT query, for `device_id`. */
 void pp_cuda_input_set_context(GstElement *element, GstContext *context, gint device_id,

@@ -1,7 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp's negotiation. The caps query answers with the frames the model
+ * can take (rows: the width that gives its K; patches: the channel count
+ * p·p·channels = K, and at least one whole patch), so videoconvert and
+ * videoscale upstream pick a size that works. set_caps turns the caps into
+ * a frame layout, configures the engine (the plan from the cache where one
+ * fits) and queues the output caps in order with the frames. */
 #include "cudamlpcaps.h"
 
+#include <gst/video/video.h>
+
+#include "cudainput.h"
+#include "cudamlpcontext.h"
 #include "cudamlpenums.h"
+#include "cudamlpmodel.h"
+#include "gstpinnedallocator.h"
 #include "tensorcaps.h"
+
+GST_DEBUG_CATEGORY_EXTERN(gst_cuda_mlp_debug);
+#define GST_CAT_DEFAULT gst_cuda_mlp_debug
 
 static gboolean
 downstream_takes_tensors(GstCudaMlp *self)
@@ -18,7 +34,7 @@ gboolean
 gst_cuda_mlp_frames_out(GstCudaMlp *self)
 {
   GST_OBJECT_LOCK(self);
-  const GstCudaMlpOutput output = self->output;
+  const GstCudaMlpOutput output = self->settings.output;
   GST_OBJECT_UNLOCK(self);
   if (output == GST_CUDA_MLP_OUTPUT_AUTO)
     return !downstream_takes_tensors(self);
@@ -30,12 +46,18 @@ static GstCaps *
 sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
 {
   GST_OBJECT_LOCK(self);
-  const pp_color color = self->color;
-  const pp_mapping mapping = self->mapping;
-  const guint patch = self->patch_size, k = self->file_inputs;
+  const pp_color color = self->settings.color;
+  const pp_mapping mapping = self->settings.mapping;
+  const guint patch = self->settings.patch_size;
   GST_OBJECT_UNLOCK(self);
+  const guint k = gst_cuda_mlp_model_inputs(self);
   GstCaps *caps = pp_sink_caps(cuda_memory, color);
-  if (k) { /* a model file: only frames that give it its K */
+  if (mapping == PP_MAPPING_PATCHES) {
+    GstCaps *whole = pp_caps_at_least(caps, patch, patch);
+    gst_caps_unref(caps);
+    caps = whole;
+  }
+  if (k) {
     GstCaps *fitting = pp_caps_for_inputs(caps, k, mapping, patch, color);
     gst_caps_unref(caps);
     caps = fitting;
@@ -48,29 +70,28 @@ sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
   return caps;
 }
 
-/* Any frames the element reads at all: caps that do not fit the model
- * (which the caps query steers negotiation away from) then fail at
- * set_caps with a message that says why, not a bare not-negotiated. */
+/* Any raw video or tensors: frames the caps query steered away from
+ * (another format, a size the model cannot take) are then refused at
+ * set_caps with a message that says why and what to put upstream, not a
+ * bare not-negotiated. */
 gboolean
-gst_cuda_mlp_accept_caps(GstCudaMlp *self, GstQuery *query, gboolean cuda_memory)
+gst_cuda_mlp_accept_caps(GstCudaMlp *self, GstQuery *query)
 {
   GstCaps *caps;
   gst_query_parse_accept_caps(query, &caps);
-  GST_OBJECT_LOCK(self);
-  const pp_color color = self->color;
-  GST_OBJECT_UNLOCK(self);
-  GstCaps *readable = pp_sink_caps(cuda_memory, color);
-  gst_query_set_accept_caps_result(query, gst_caps_is_subset(caps, readable));
+  GstCaps *readable = gst_caps_from_string("video/x-raw; video/x-raw(ANY); other/tensors");
+  gst_query_set_accept_caps_result(query, gst_caps_can_intersect(caps, readable));
   gst_caps_unref(readable);
+  (void) self;
   return TRUE;
 }
 
 gboolean
-gst_cuda_mlp_sink_caps_query(GstCudaMlp *self, GstQuery *query, gboolean cuda_memory)
+gst_cuda_mlp_sink_caps_query(GstCudaMlp *self, GstQuery *query)
 {
   GstCaps *filter;
   gst_query_parse_caps(query, &filter);
-  GstCaps *caps = sink_caps(self, filter, cuda_memory);
+  GstCaps *caps = sink_caps(self, filter, gst_cuda_mlp_takes_cuda_memory(self));
   /* The frames go on with their scores: downstream must take them too. */
   if (gst_cuda_mlp_frames_out(self)) {
     GstCaps *downstream = gst_pad_peer_query_caps(self->srcpad, caps);
@@ -84,12 +105,12 @@ gst_cuda_mlp_sink_caps_query(GstCudaMlp *self, GstQuery *query, gboolean cuda_me
 
 /* Tensors, or the frames as upstream has them, or (auto) either. */
 gboolean
-gst_cuda_mlp_src_caps_query(GstCudaMlp *self, GstQuery *query, gboolean cuda_memory)
+gst_cuda_mlp_src_caps_query(GstCudaMlp *self, GstQuery *query)
 {
   GstCaps *filter;
   gst_query_parse_caps(query, &filter);
   GST_OBJECT_LOCK(self);
-  const GstCudaMlpOutput output = self->output;
+  const GstCudaMlpOutput output = self->settings.output;
   GST_OBJECT_UNLOCK(self);
   GstCaps *caps = gst_caps_new_empty();
   if (output != GST_CUDA_MLP_OUTPUT_VIDEO_META) {
@@ -100,11 +121,163 @@ gst_cuda_mlp_src_caps_query(GstCudaMlp *self, GstQuery *query, gboolean cuda_mem
     gst_caps_unref(tensors);
   }
   if (output != GST_CUDA_MLP_OUTPUT_TENSORS) {
-    GstCaps *ours = sink_caps(self, filter, cuda_memory);
+    GstCaps *ours = sink_caps(self, filter, gst_cuda_mlp_takes_cuda_memory(self));
     caps = gst_caps_merge(caps, gst_pad_peer_query_caps(self->sinkpad, ours));
     gst_caps_unref(ours);
   }
   gst_query_set_caps_result(query, caps);
   gst_caps_unref(caps);
+  return TRUE;
+}
+
+/* ---- set_caps ------------------------------------------------------------ */
+
+static gboolean
+make_output_pool(GstCudaMlp *self, const pp_model *model)
+{
+  if (self->output_pool) {
+    gst_buffer_pool_set_active(self->output_pool, FALSE);
+    gst_clear_object(&self->output_pool);
+  }
+  const guint size = self->layout.n * model->o * sizeof(float);
+  /* At least one buffer per slot, and as many more as downstream holds. */
+  self->output_pool = gst_pp_pinned_pool_new(self->allocator, NULL, size, self->active_slots, 0);
+  return self->output_pool && gst_buffer_pool_set_active(self->output_pool, TRUE);
+}
+
+/* The engine configured for `model` and `layout`, its plan from the cache
+ * where one fits; a cache that could not be used is said once. */
+static gboolean
+configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout)
+{
+  GST_OBJECT_LOCK(self);
+  g_autofree gchar *forced =
+      g_strdup(self->settings.plan && *self->settings.plan ? self->settings.plan : NULL);
+  const pp_tuning tuning = self->settings.tuning;
+  const pp_precision precision = self->settings.backend.precision;
+  GST_OBJECT_UNLOCK(self);
+  g_autofree gchar *settings =
+      g_strdup_printf("precision=%s", precision == PP_PRECISION_TF32 ? "tf32" : "fp32");
+  const pp_plan_settings plan = { tuning, forced, NULL, settings };
+  pp_plan_outcome outcome;
+  gchar *msg = NULL;
+  if (pp_plan_configure(self->engine, model, layout, self->active_slots, &plan, &outcome, &msg) <
+      0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."), ("%s", msg));
+    g_free(msg);
+    return FALSE;
+  }
+  if (outcome.warning && !self->plan_warned) {
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("The plan cache could not be used."),
+                        ("%s", outcome.warning));
+    self->plan_warned = TRUE;
+  }
+  GST_OBJECT_LOCK(self);
+  if (outcome.read)
+    self->plans_cached++;
+  else
+    self->plans_made++;
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self, "plan %s (%s), cache entry %s", pp_engine_backend_detail(self->engine),
+                  outcome.read ? "cached" : "made", outcome.path ? outcome.path : "none");
+  pp_plan_outcome_clear(&outcome);
+  return TRUE;
+}
+
+caps_outcome
+gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
+{
+  GST_OBJECT_LOCK(self);
+  const pp_mapping mapping = self->settings.mapping;
+  const guint patch = self->settings.patch_size;
+  const pp_color color = self->settings.color;
+  GST_OBJECT_UNLOCK(self);
+
+  pp_frame_layout layout;
+  gint fps_n, fps_d;
+  gchar *msg = NULL;
+  const pp_model *model = NULL;
+  if (pp_caps_are_cuda_memory(caps) && !gst_cuda_mlp_takes_cuda_memory(self))
+    msg = g_strdup("frames in CUDA memory need backend=cuda, one device and a GPU");
+  if (msg || !pp_caps_to_layout(caps, mapping, patch, color, &layout, &fps_n, &fps_d, &msg) ||
+      !(model = gst_cuda_mlp_model_for(self, layout.k, &msg))) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
+                      ("%s (caps %" GST_PTR_FORMAT ")", msg, caps));
+    g_free(msg);
+    return CAPS_REFUSED;
+  }
+  /* Frames of the old caps finish first: the slots are resized below. */
+  if (pp_engine_is_configured(self->engine) && pp_engine_drain(self->engine) < 0)
+    return CAPS_FAILED;
+  if (!configure(self, model, &layout))
+    return CAPS_FAILED;
+  self->layout = layout;
+  self->model = model;
+  if (!make_output_pool(self, model)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate output buffers."), (NULL));
+    return CAPS_FAILED;
+  }
+  self->frame_duration =
+      fps_n > 0 ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n) : GST_CLOCK_TIME_NONE;
+  g_autofree gchar *described = pp_model_describe(model);
+  GST_INFO_OBJECT(self, "X is %u×%u, model %s (%s), %zu bytes per frame", layout.n, layout.k,
+                  described, model->source, layout.frame_bytes);
+
+  self->frames_out = gst_cuda_mlp_frames_out(self);
+  GST_INFO_OBJECT(self, "pushing %s", self->frames_out ? "frames with scores" : "tensors");
+  GstCaps *out_caps = self->frames_out ? gst_caps_copy(caps)
+                                       : pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
+  const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
+  gst_caps_unref(out_caps);
+  return rc == 0 ? CAPS_TAKEN : CAPS_FAILED;
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+gboolean
+gst_cuda_mlp_propose_allocation(GstCudaMlp *self, GstQuery *query)
+{
+  GstCaps *caps;
+  gboolean need_pool;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  if (!caps || !self->allocator)
+    return FALSE;
+
+  GST_OBJECT_LOCK(self);
+  const pp_mapping mapping = self->settings.mapping;
+  const guint patch = self->settings.patch_size;
+  GST_OBJECT_UNLOCK(self);
+  pp_frame_layout layout;
+  gint fps_n, fps_d;
+  g_autofree gchar *msg = NULL;
+  /* RGB: the size of a whole frame whatever the model reads of it. */
+  if (!pp_caps_to_layout(caps, mapping, patch, PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg))
+    return FALSE;
+
+  /* Enough buffers for every frame in flight plus one being filled upstream. */
+  const guint min_buffers = self->active_slots * PP_TICKETS_PER_SLOT + 1;
+  GstBufferPool *pool = NULL;
+  if (pp_caps_are_cuda_memory(caps)) {
+    /* Device memory in our context for cudaupload; frames keep their own
+     * strides (video meta). */
+    GstObject *ctx = gst_cuda_mlp_context_ref(self);
+    if (need_pool && ctx)
+      pool = pp_cuda_input_pool(ctx, caps, layout.frame_bytes, min_buffers);
+    gst_clear_object(&ctx);
+    gst_query_add_allocation_pool(query, pool, layout.frame_bytes, min_buffers, 0);
+    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+    if (pool)
+      gst_object_unref(pool);
+    return TRUE;
+  }
+  if (need_pool)
+    pool = gst_pp_pinned_pool_new(self->allocator, caps, layout.frame_bytes, min_buffers, 0);
+  gst_query_add_allocation_pool(query, pool, layout.frame_bytes, min_buffers, 0);
+  if (pool)
+    gst_object_unref(pool);
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = 4095;
+  gst_query_add_allocation_param(query, self->allocator, &params);
   return TRUE;
 }

@@ -1,8 +1,12 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cudamlpenums.h"
+
+#include <gst/gst.h>
 
 #include "backend.h"
 #include "frame.h"
 #include "model.h"
+#include "plan_cache.h"
 
 #define DEFINE_ENUM(func, name, ...)                                                               \
   GType func(void)                                                                                 \
@@ -44,18 +48,27 @@ DEFINE_ENUM(gst_cuda_mlp_precision_get_type, "GstCudaMlpPrecision",
               "tf32" })
 
 DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
-            { PP_COMPLETION_HOST_FUNC,
-              "A host function (cudaLaunchHostFunc) after each frame's work", "host-func" },
             { PP_COMPLETION_EVENT_THREAD,
-              "A thread that sleeps until a frame is nearly due, then polls its event "
-              "(lower latency; uses some CPU)",
+              "A thread that sleeps until a frame is nearly due, then polls its event, and wakes "
+              "the thread that pushes results",
               "event-thread" },
             { PP_COMPLETION_CONSUMER,
               "The thread that pushes results waits for each frame itself, sleeping until it is "
-              "nearly due, then polling: no hand-off between threads (lowest latency)",
+              "nearly due, then polling: no hand-off between threads",
               "consumer" },
             { PP_COMPLETION_AUTO,
               "consumer, measured at least as fast as event-thread at every slot count", "auto" })
+
+DEFINE_ENUM(gst_cuda_mlp_tuning_get_type, "GstCudaMlpTuning",
+            { PP_TUNING_CACHED,
+              "Use the plan stored for this GPU, model, frame size and slot count; time one and "
+              "store it where none fits",
+              "cached" },
+            { PP_TUNING_FULL, "Always time the choices; store the plan", "full" },
+            { PP_TUNING_QUICK,
+              "Time each choice once and take cuBLAS's first algorithm; store nothing (for "
+              "compute-sanitizer runs, where kernels are hundreds of times slower)",
+              "quick" })
 
 DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
             { PP_COLOR_RGB,
@@ -79,3 +92,14 @@ DEFINE_ENUM(gst_cuda_mlp_output_get_type, "GstCudaMlpOutput",
               "The frame itself, unchanged, with its results attached as a GstPpScoresMeta "
               "(gstppscoresmeta.h; scoreoverlay draws it)",
               "video-meta" })
+
+void
+gst_cuda_mlp_mark_enums_as_api(void)
+{
+  const GType types[] = { GST_TYPE_CUDA_MLP_MAPPING,    GST_TYPE_CUDA_MLP_BACKEND,
+                          GST_TYPE_CUDA_MLP_ACTIVATION, GST_TYPE_CUDA_MLP_PRECISION,
+                          GST_TYPE_CUDA_MLP_COMPLETION, GST_TYPE_CUDA_MLP_COLOR,
+                          GST_TYPE_CUDA_MLP_TUNING,     GST_TYPE_CUDA_MLP_OUTPUT };
+  for (gsize i = 0; i < G_N_ELEMENTS(types); i++)
+    gst_type_mark_as_plugin_api(types[i], 0);
+}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GEnum types behind cudamlp's enum properties, so gst-inspect-1.0 lists
  * every choice. */
 #ifndef GST_CUDA_MLP_ENUMS_H
@@ -25,6 +26,9 @@ GType gst_cuda_mlp_completion_get_type(void);
 #define GST_TYPE_CUDA_MLP_COLOR (gst_cuda_mlp_color_get_type())
 GType gst_cuda_mlp_color_get_type(void);
 
+#define GST_TYPE_CUDA_MLP_TUNING (gst_cuda_mlp_tuning_get_type())
+GType gst_cuda_mlp_tuning_get_type(void);
+
 /* What cudamlp pushes downstream. */
 typedef enum {
   GST_CUDA_MLP_OUTPUT_AUTO,
@@ -34,6 +38,9 @@ typedef enum {
 
 #define GST_TYPE_CUDA_MLP_OUTPUT (gst_cuda_mlp_output_get_type())
 GType gst_cuda_mlp_output_get_type(void);
+
+/* Marks every type above as plugin API, for the documentation. */
+void gst_cuda_mlp_mark_enums_as_api(void);
 
 G_END_DECLS
 

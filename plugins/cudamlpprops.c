@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cudamlpprops.h"
 
 #include "cudamlpenums.h"
@@ -12,21 +13,23 @@
 #define DEFAULT_BACKEND PP_BACKEND_AUTO
 #define DEFAULT_DEVICE_ID "0"
 #define DEFAULT_PRECISION PP_PRECISION_FP32
-/* Measured faster on the H100 host: docs/PERFORMANCE.md, "Completion". */
 #define DEFAULT_COMPLETION PP_COMPLETION_AUTO
 #define DEFAULT_OUTPUT GST_CUDA_MLP_OUTPUT_AUTO
+#define DEFAULT_TUNING PP_TUNING_CACHED
+#define DEFAULT_PREWAKE TRUE
 
 #define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
 
 void
-gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_PROPS])
+gst_cuda_mlp_install_properties(GObjectClass *object_class)
 {
+  static GParamSpec *props[N_PROPS];
   props[PROP_MODEL] = g_param_spec_string(
       "model", "Model",
       "safetensors file of an nn.Sequential of 1 to 8 nn.Linear layers and activations (F32, F16 "
-      "or BF16), best written by tools/pingpong-export, which records the activations; see the "
-      "layers property for files without that record. Unset: deterministic weights generated "
-      "from K and layers, or hidden-size/hidden-sizes and outputs",
+      "or BF16), best written by pingpong-export, which records the activations; see the layers "
+      "property for files without that record. Unset: deterministic weights generated from K and "
+      "layers, or hidden-size/hidden-sizes and outputs",
       NULL, CONFIG_FLAGS);
   props[PROP_SLOTS] = g_param_spec_uint(
       "slots", "Slots",
@@ -36,9 +39,10 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
   props[PROP_MAPPING] =
       g_param_spec_enum("mapping", "Mapping", "How a video frame becomes the N×K input matrix X",
                         GST_TYPE_CUDA_MLP_MAPPING, DEFAULT_MAPPING, CONFIG_FLAGS);
-  props[PROP_PATCH_SIZE] = g_param_spec_uint("patch-size", "Patch size",
-                                             "Side p of the square patches of mapping=patches", 1,
-                                             4096, DEFAULT_PATCH_SIZE, CONFIG_FLAGS);
+  props[PROP_PATCH_SIZE] = g_param_spec_uint(
+      "patch-size", "Patch size",
+      "Side p of the square patches of mapping=patches: frames must hold at least one", 1, 4096,
+      DEFAULT_PATCH_SIZE, CONFIG_FLAGS);
   props[PROP_HIDDEN_SIZE] =
       g_param_spec_uint("hidden-size", "Hidden size",
                         "Hidden units D of generated weights (ignored with a model file)", 1, 65536,
@@ -55,7 +59,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
       "leaky_relu[(SLOPE)], gelu, gelu_tanh, silu, sigmoid, tanh, identity; at most one "
       "activation after each Linear. Overrides the model file's own description; a file with "
       "neither runs as Linear, [ReLU,] Linear, ReLU with a warning. Without a model file it "
-      "shapes the generated weights (every Linear then needs its widths)",
+      "shapes the generated weights (every Linear then needs its widths, and caps negotiate the "
+      "frames that give the first one's IN)",
       NULL, CONFIG_FLAGS);
   props[PROP_OUTPUTS] = g_param_spec_uint(
       "outputs", "Outputs", "Outputs O per sample of generated weights (ignored with a model file)",
@@ -90,9 +95,37 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
       "What goes downstream: other/tensors buffers of the results, or each frame unchanged (its "
       "own caps) carrying its results as a GstPpScoresMeta, for scoreoverlay or an appsink",
       GST_TYPE_CUDA_MLP_OUTPUT, DEFAULT_OUTPUT, CONFIG_FLAGS);
+  props[PROP_TUNING] = g_param_spec_enum(
+      "tuning", "Tuning",
+      "How the GPU backend makes its plan (its kernels, cuBLAS algorithms and how frames cross) "
+      "for a model, frame size and slot count: cached (a plan stored under the user's cache "
+      "directory, $XDG_CACHE_HOME/pingpong, where one fits, else timed and stored), full (always "
+      "timed, then stored) or quick (each choice timed once, nothing stored)",
+      GST_TYPE_CUDA_MLP_TUNING, DEFAULT_TUNING, CONFIG_FLAGS);
+  props[PROP_PLAN] = g_param_spec_string(
+      "plan", "Plan",
+      "A plan to run instead of tuning one, as the stats' plan field prints it, whole or in part "
+      "(the rest is tuned), e.g. \"kernels=fused frames=in-place\" or \"kernels=cublas+rowdot "
+      "frames=chunks:4\". Parts: kernels (own, own64, cublas, split:P, rowdot per layer joined by "
+      "+; or fused, small:R), frames (whole, chunks:C, in-place), graphs and signal (on, off), "
+      "completion, gemmI (layer I's cuBLAS algorithm). Never cached",
+      NULL, CONFIG_FLAGS);
+  props[PROP_PREWAKE] = g_param_spec_boolean(
+      "prewake", "Pre-wake",
+      "When frames come at a steady pace, the thread that pushes results wakes shortly before "
+      "each is due and watches for it awake (up to ~100 µs of a core per frame), so a live "
+      "frame's result is not late by a sleeping thread's wake-up. Off where no core may spin",
+      DEFAULT_PREWAKE, CONFIG_FLAGS);
+  props[PROP_TRACE_FILE] = g_param_spec_string(
+      "trace-file", "Trace file",
+      "Writes a Chrome trace of the run (host and GPU spans, every frame timed) to this file at "
+      "stop, for Perfetto or chrome://tracing; \"{name}\" becomes the element's name. Unset: "
+      "PINGPONG_TRACE, if set",
+      NULL, CONFIG_FLAGS);
   props[PROP_STATS] = g_param_spec_boxed(
       "stats", "Statistics",
-      "Backend and how it runs frames (detail: MLP path, loads, completion, graphs), frames "
+      "Backend and how it runs frames (detail; plan, plan-source and how many plans came from "
+      "the cache or were made; startup: what starting took, part by part, in ms), frames "
       "done, per-frame latency through the element (mean over all frames; p50, p99 over the "
       "last 4096) in microseconds, mean GPU stage times (sampled), staged (copied) inputs, and "
       "where latency goes: the submit call, submit to completion, completion to push; and per "
@@ -105,16 +138,19 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class, GParamSpec *props[N_
 void
 gst_cuda_mlp_init_config(GstCudaMlp *self)
 {
-  self->slots = DEFAULT_SLOTS;
-  self->mapping = DEFAULT_MAPPING;
-  self->patch_size = DEFAULT_PATCH_SIZE;
-  self->hidden_size = DEFAULT_HIDDEN_SIZE;
-  self->outputs = DEFAULT_OUTPUTS;
-  self->hidden_activation = DEFAULT_ACTIVATION;
-  self->color = DEFAULT_COLOR;
-  self->output = DEFAULT_OUTPUT;
-  self->device_ids = g_strdup(DEFAULT_DEVICE_ID);
-  self->backend_options = (pp_backend_options){
+  GstCudaMlpSettings *s = &self->settings;
+  s->slots = DEFAULT_SLOTS;
+  s->mapping = DEFAULT_MAPPING;
+  s->patch_size = DEFAULT_PATCH_SIZE;
+  s->hidden_size = DEFAULT_HIDDEN_SIZE;
+  s->outputs = DEFAULT_OUTPUTS;
+  s->hidden_activation = DEFAULT_ACTIVATION;
+  s->color = DEFAULT_COLOR;
+  s->output = DEFAULT_OUTPUT;
+  s->device_ids = g_strdup(DEFAULT_DEVICE_ID);
+  s->tuning = DEFAULT_TUNING;
+  s->prewake = DEFAULT_PREWAKE;
+  s->backend = (pp_backend_options){
     .kind = DEFAULT_BACKEND,
     .device_id = 0,
     .precision = DEFAULT_PRECISION,
@@ -123,65 +159,94 @@ gst_cuda_mlp_init_config(GstCudaMlp *self)
 }
 
 void
+gst_cuda_mlp_clear_config(GstCudaMlp *self)
+{
+  GstCudaMlpSettings *s = &self->settings;
+  g_clear_pointer(&s->model_path, g_free);
+  g_clear_pointer(&s->layers, g_free);
+  g_clear_pointer(&s->hidden_sizes, g_free);
+  g_clear_pointer(&s->device_ids, g_free);
+  g_clear_pointer(&s->device_error, g_free);
+  g_clear_pointer(&s->plan, g_free);
+  g_clear_pointer(&s->trace_file, g_free);
+}
+
+static void
+replace_string(gchar **field, const GValue *value)
+{
+  g_free(*field);
+  *field = g_value_dup_string(value);
+}
+
+void
 gst_cuda_mlp_set_config(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstCudaMlp *self = GST_CUDA_MLP(object);
+  GstCudaMlpSettings *s = &self->settings;
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
     case PROP_MODEL:
-      g_free(self->model_path);
-      self->model_path = g_value_dup_string(value);
+      replace_string(&s->model_path, value);
       break;
     case PROP_SLOTS:
-      self->slots = g_value_get_uint(value);
+      s->slots = g_value_get_uint(value);
       break;
     case PROP_MAPPING:
-      self->mapping = g_value_get_enum(value);
+      s->mapping = g_value_get_enum(value);
       break;
     case PROP_PATCH_SIZE:
-      self->patch_size = g_value_get_uint(value);
+      s->patch_size = g_value_get_uint(value);
       break;
     case PROP_HIDDEN_SIZES:
-      g_free(self->hidden_sizes);
-      self->hidden_sizes = g_value_dup_string(value);
+      replace_string(&s->hidden_sizes, value);
       break;
     case PROP_LAYERS:
-      g_free(self->layers);
-      self->layers = g_value_dup_string(value);
+      replace_string(&s->layers, value);
       break;
     case PROP_HIDDEN_SIZE:
-      self->hidden_size = g_value_get_uint(value);
+      s->hidden_size = g_value_get_uint(value);
       break;
     case PROP_OUTPUTS:
-      self->outputs = g_value_get_uint(value);
+      s->outputs = g_value_get_uint(value);
       break;
     case PROP_HIDDEN_ACTIVATION:
-      self->hidden_activation = g_value_get_enum(value);
+      s->hidden_activation = g_value_get_enum(value);
       break;
     case PROP_COLOR:
-      self->color = g_value_get_enum(value);
+      s->color = g_value_get_enum(value);
       break;
     case PROP_BACKEND:
-      self->backend_options.kind = g_value_get_enum(value);
+      s->backend.kind = g_value_get_enum(value);
       break;
     case PROP_DEVICE_ID: {
       /* Checked now, reported at start: an element error says what to fix. */
-      g_free(self->device_ids);
-      self->device_ids = g_value_dup_string(value);
-      g_clear_pointer(&self->device_error, g_free);
-      pp_backend_options parsed = self->backend_options;
-      if (pp_backend_parse_devices(self->device_ids, &parsed, &self->device_error) == 0)
-        self->backend_options = parsed;
+      replace_string(&s->device_ids, value);
+      g_clear_pointer(&s->device_error, g_free);
+      pp_backend_options parsed = s->backend;
+      if (pp_backend_parse_devices(s->device_ids, &parsed, &s->device_error) == 0)
+        s->backend = parsed;
       break;
     }
     case PROP_PRECISION:
-      self->backend_options.precision = g_value_get_enum(value);
+      s->backend.precision = g_value_get_enum(value);
       break;
     case PROP_COMPLETION:
-      self->backend_options.completion = g_value_get_enum(value);
+      s->backend.completion = g_value_get_enum(value);
       break;
     case PROP_OUTPUT:
-      self->output = g_value_get_enum(value);
+      s->output = g_value_get_enum(value);
+      break;
+    case PROP_TUNING:
+      s->tuning = g_value_get_enum(value);
+      break;
+    case PROP_PLAN:
+      replace_string(&s->plan, value);
+      break;
+    case PROP_PREWAKE:
+      s->prewake = g_value_get_boolean(value);
+      break;
+    case PROP_TRACE_FILE:
+      replace_string(&s->trace_file, value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -193,52 +258,65 @@ gst_cuda_mlp_set_config(GObject *object, guint prop_id, const GValue *value, GPa
 void
 gst_cuda_mlp_get_config(GstCudaMlp *self, guint prop_id, GValue *value, GParamSpec *pspec)
 {
+  const GstCudaMlpSettings *s = &self->settings;
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
     case PROP_MODEL:
-      g_value_set_string(value, self->model_path);
+      g_value_set_string(value, s->model_path);
       break;
     case PROP_SLOTS:
-      g_value_set_uint(value, self->slots);
+      g_value_set_uint(value, s->slots);
       break;
     case PROP_MAPPING:
-      g_value_set_enum(value, self->mapping);
+      g_value_set_enum(value, s->mapping);
       break;
     case PROP_PATCH_SIZE:
-      g_value_set_uint(value, self->patch_size);
+      g_value_set_uint(value, s->patch_size);
       break;
     case PROP_HIDDEN_SIZES:
-      g_value_set_string(value, self->hidden_sizes);
+      g_value_set_string(value, s->hidden_sizes);
       break;
     case PROP_LAYERS:
-      g_value_set_string(value, self->layers);
+      g_value_set_string(value, s->layers);
       break;
     case PROP_HIDDEN_SIZE:
-      g_value_set_uint(value, self->hidden_size);
+      g_value_set_uint(value, s->hidden_size);
       break;
     case PROP_OUTPUTS:
-      g_value_set_uint(value, self->outputs);
+      g_value_set_uint(value, s->outputs);
       break;
     case PROP_HIDDEN_ACTIVATION:
-      g_value_set_enum(value, self->hidden_activation);
+      g_value_set_enum(value, s->hidden_activation);
       break;
     case PROP_COLOR:
-      g_value_set_enum(value, self->color);
+      g_value_set_enum(value, s->color);
       break;
     case PROP_BACKEND:
-      g_value_set_enum(value, self->backend_options.kind);
+      g_value_set_enum(value, s->backend.kind);
       break;
     case PROP_DEVICE_ID:
-      g_value_set_string(value, self->device_ids);
+      g_value_set_string(value, s->device_ids);
       break;
     case PROP_PRECISION:
-      g_value_set_enum(value, self->backend_options.precision);
+      g_value_set_enum(value, s->backend.precision);
       break;
     case PROP_COMPLETION:
-      g_value_set_enum(value, self->backend_options.completion);
+      g_value_set_enum(value, s->backend.completion);
       break;
     case PROP_OUTPUT:
-      g_value_set_enum(value, self->output);
+      g_value_set_enum(value, s->output);
+      break;
+    case PROP_TUNING:
+      g_value_set_enum(value, s->tuning);
+      break;
+    case PROP_PLAN:
+      g_value_set_string(value, s->plan);
+      break;
+    case PROP_PREWAKE:
+      g_value_set_boolean(value, s->prewake);
+      break;
+    case PROP_TRACE_FILE:
+      g_value_set_string(value, s->trace_file);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(self, prop_id, pspec);

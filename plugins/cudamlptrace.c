@@ -1,30 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cudamlptrace.h"
 
+#include "debug_env.h"
 #include "trace.h"
 
-/* PINGPONG_TRACE=path.json: a Chrome trace of the run, written at stop;
- * "{name}" in the path becomes the element's name (several cudamlps). */
+/* Spans kept when PINGPONG_TRACE_SPANS says nothing: ~40 bytes each, about
+ * ten a frame. */
+#define DEFAULT_SPANS (1u << 18)
+
 gchar *
 gst_cuda_mlp_trace_path(GstCudaMlp *self)
 {
-  const gchar *path = g_getenv("PINGPONG_TRACE");
-  if (!path || !*path)
+  GST_OBJECT_LOCK(self);
+  g_autofree gchar *file = g_strdup(self->settings.trace_file);
+  GST_OBJECT_UNLOCK(self);
+  const gchar *path = file && *file ? file : pp_debug_env_read().trace;
+  if (!path)
     return NULL;
   GString *s = g_string_new(path);
   g_string_replace(s, "{name}", GST_OBJECT_NAME(self), 0);
   return g_string_free(s, FALSE);
 }
 
-/* Spans kept at most (PINGPONG_TRACE_SPANS): ~40 bytes each, about ten a
- * frame. */
-guint
-gst_cuda_mlp_trace_capacity(void)
+void
+gst_cuda_mlp_open_trace(GstCudaMlp *self, const gchar *path)
 {
-  const gchar *spans = g_getenv("PINGPONG_TRACE_SPANS");
-  guint64 n = 0;
-  if (!spans || !g_ascii_string_to_unsigned(spans, 10, 1, 1u << 26, &n, NULL))
-    n = 1u << 18;
-  return (guint) n;
+  if (!path)
+    return;
+  const unsigned spans = pp_debug_env_read().trace_spans;
+  g_autofree gchar *process = g_strdup_printf("%s (host)", GST_OBJECT_NAME(self));
+  self->trace = pp_trace_new(path, process, spans ? spans : DEFAULT_SPANS);
+  pp_engine_set_trace(self->engine, self->trace);
 }
 
 void

@@ -1,3 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp: an MLP on every frame, several frames in flight. The element is
+ * spread over files by idea, each using only what stands below it:
+ *
+ *   gstcudamlp.c      the type, its states, start and stop
+ *   cudamlpstream.c   the chain, the source task, events and flow returns
+ *   cudamlpcaps.c     negotiation: caps queries, set_caps, allocation
+ *   cudamlpmodel.c    where the weights come from, and the K they take
+ *   cudamlpcontext.c  the CUDA context shared with the pipeline
+ *   cudamlpstats.c    the stats property and message
+ *   cudamlpprops.c    the properties; cudamlpenums.c their enum types */
 #ifndef GST_CUDA_MLP_H
 #define GST_CUDA_MLP_H
 
@@ -7,6 +18,7 @@
 #include "engine.h"
 #include "frame.h"
 #include "model.h"
+#include "plan_cache.h"
 
 G_BEGIN_DECLS
 
@@ -23,43 +35,60 @@ typedef struct {
   GstMapInfo output_map;
 } GstCudaMlpFrame;
 
-struct _GstCudaMlp {
-  GstElement parent;
-  GstPad *sinkpad, *srcpad;
-
-  /* Properties, under the object lock; read at start or set_caps. */
+/* The properties, under the object lock; read at start and at caps. */
+typedef struct {
   gchar *model_path;
+  gchar *layers; /* model_desc.h's description, or NULL */
+  gchar *hidden_sizes;
+  guint hidden_size, outputs;
+  pp_hidden_activation hidden_activation;
   guint slots;
   pp_mapping mapping;
   guint patch_size;
-  guint hidden_size;
-  gchar *hidden_sizes; /* "512,256": more hidden layers of generated weights */
-  guint outputs;
-  gchar *layers; /* model_desc.h's description, or NULL */
-  pp_hidden_activation hidden_activation;
   pp_color color;
-  gint output;                        /* GstCudaMlpOutput */
-  pp_backend_options backend_options; /* with device-id's list */
-  gchar *device_ids;                  /* device-id as given */
-  gchar *device_error;                /* why device-id cannot be used, or NULL */
+  gint output; /* GstCudaMlpOutput */
+  pp_backend_options backend;
+  gchar *device_ids;   /* device-id as given */
+  gchar *device_error; /* why device-id cannot be used, or NULL */
+  pp_tuning tuning;
+  gchar *plan; /* a plan line to run, or NULL */
+  gboolean prewake;
+  gchar *trace_file;
+} GstCudaMlpSettings;
 
-  /* From READY: the CUDA context shared with the pipeline (a GstCudaContext),
-   * or NULL where CUDA memory cannot be used. Under the object lock. */
+/* Where the weights come from (cudamlpmodel.c). */
+typedef struct {
+  /* A model file, loaded at start or, for a caps query before it, early;
+   * `key` names the settings it was loaded for. */
+  GMutex lock;
+  pp_model *file;
+  gchar *file_key;
+  /* Generated weights, for the K of the caps. */
+  pp_model *generated;
+  gchar *generated_key;
+} GstCudaMlpModels;
+
+struct _GstCudaMlp {
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+  GstCudaMlpSettings settings;
+  GstCudaMlpModels models;
+
+  /* From READY: the CUDA context shared with the pipeline (a
+   * GstCudaContext), or NULL where CUDA memory cannot be used; object lock. */
   GstObject *cuda_context;
   gboolean cuda_context_tried; /* since READY: NULL above means none can be had */
 
   /* From start to stop. */
   pp_engine *engine;
-  struct pp_trace *trace; /* PINGPONG_TRACE, or NULL */
-  guint64 chained;        /* frames submitted, for the trace */
-  pp_model *file_model;   /* NULL when weights are generated */
-  guint file_inputs;      /* its K, for caps queries (object lock); 0 without one */
-  pp_model *generated_model;
-  gchar *generated_key; /* what generated_model was made for */
-  GstAllocator *allocator;
-  gboolean pinned; /* the backend DMAs from pinned memory (CUDA) */
-  guint active_slots;
   pp_backend_options active_devices; /* device-id resolved: the slots' devices */
+  guint active_slots;
+  gboolean pinned; /* the backend DMAs from pinned memory (CUDA) */
+  GstAllocator *allocator;
+  struct pp_trace *trace;
+  guint64 chained; /* frames submitted, for the trace */
+  gboolean plan_warned;
+  guint64 plans_cached, plans_made; /* configures whose plan came from the cache, or not */
 
   /* From set_caps. */
   pp_frame_layout layout;
@@ -68,6 +97,7 @@ struct _GstCudaMlp {
   GstBufferPool *output_pool;
   GstClockTime frame_duration;
 
+  /* Streaming (cudamlpstream.c). */
   GstCudaMlpFrame frames[PP_MAX_TICKETS]; /* by engine ticket */
   /* What the chain returns upstream (object lock): OK; FLUSHING while
    * inactive or flushing; EOS once downstream has ended the stream (until
@@ -80,7 +110,7 @@ struct _GstCudaMlp {
   /* Streaming thread only: the caps last refused, so a sticky caps event
    * sent again before each buffer is refused without a second error. */
   GstCaps *refused_caps;
-  GstStructure *last_stats; /* under the object lock; what stop saw */
+  GstStructure *last_stats; /* object lock; what stop saw */
 };
 
 G_END_DECLS

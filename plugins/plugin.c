@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pingpong plugin: cudamlp and scoreoverlay. The io_uring elements are a plugin of their
  * own (pluginio.c), so a pipeline that only reads files never maps
  * GStreamer's CUDA library and what it pulls in. */
@@ -7,12 +8,14 @@
 
 #include <gst/gst.h>
 
+#include "corelog.h"
 #include "gstcudamlp.h"
 #include "gstscoreoverlay.h"
 
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
+  gst_pp_core_log_install();
   gboolean ok = GST_ELEMENT_REGISTER(cudamlp, plugin);
   ok &= GST_ELEMENT_REGISTER(scoreoverlay, plugin);
   return ok;
@@ -21,4 +24,5 @@ plugin_init(GstPlugin *plugin)
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, pingpong,
                   "Runs a small MLP on every video frame with the GPU's copy and compute engines "
                   "overlapped",
-                  plugin_init, PP_VERSION, "LGPL", "pingpong", "https://example.invalid/pingpong")
+                  plugin_init, PP_VERSION, "LGPL", "pingpong",
+                  "https://github.com/pingpong/pingpong")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "tensorcaps.h"
 
 #include <gst/video/video.h>
@@ -190,12 +191,14 @@ pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_color color
   if (is_yuv_format(GST_VIDEO_INFO_FORMAT(&info)))
     return yuv_layout(&info, mapping, patch, color, layout, msg);
   if (color == PP_COLOR_LUMA && GST_VIDEO_INFO_FORMAT(&info) != GST_VIDEO_FORMAT_GRAY8) {
-    *msg = g_strdup_printf("color=luma reads GRAY8 or YUV frames, not %s",
+    *msg = g_strdup_printf("color=luma reads GRAY8 or YUV frames, not %s; put videoconvert before "
+                           "cudamlp",
                            gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)));
     return FALSE;
   }
   if (!pixel_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
-    *msg = g_strdup_printf("video format %s is not one of " PP_VIDEO_FORMATS,
+    *msg = g_strdup_printf("video format %s is not one cudamlp reads (" PP_VIDEO_FORMATS
+                           "); put videoconvert before cudamlp",
                            gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)));
     return FALSE;
   }
@@ -273,6 +276,21 @@ pp_caps_for_inputs(GstCaps *caps, guint k, pp_mapping mapping, guint patch, pp_c
       gst_caps_append_structure_full(out, fitting,
                                      features ? gst_caps_features_copy(features) : NULL);
     }
+  }
+  return out;
+}
+
+GstCaps *
+pp_caps_at_least(GstCaps *caps, guint width, guint height)
+{
+  GstCaps *out = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); i++) {
+    GstStructure *s = gst_structure_copy(gst_caps_get_structure(caps, i));
+    GstCapsFeatures *features = gst_caps_get_features(caps, i);
+    if (gst_structure_has_name(s, "video/x-raw"))
+      gst_structure_set(s, "width", GST_TYPE_INT_RANGE, (gint) width, G_MAXINT, "height",
+                        GST_TYPE_INT_RANGE, (gint) height, G_MAXINT, NULL);
+    gst_caps_append_structure_full(out, s, features ? gst_caps_features_copy(features) : NULL);
   }
   return out;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Caps <-> frame layout: what cudamlp accepts (raw video, or NNStreamer's
  * other/tensors float32) and what it produces (other/tensors float32). */
 #ifndef GST_PP_TENSOR_CAPS_H
@@ -49,7 +50,6 @@ gboolean pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_co
 /* Whether `caps` carry frames in CUDA memory. */
 gboolean pp_caps_are_cuda_memory(GstCaps *caps);
 
-/* other/tensors caps for N rows of O float32 outputs: dimensions=O:N:1:1. */
 /* `caps` narrowed to the frames whose X has `k` columns, as a model file
  * with k inputs needs: formats with the right number of channels (for
  * patches, k = p·p·channels), and for rows the width k / channels. Tensor
@@ -57,7 +57,11 @@ gboolean pp_caps_are_cuda_memory(GstCaps *caps);
 GstCaps *pp_caps_for_inputs(GstCaps *caps, guint k, pp_mapping mapping, guint patch,
                             pp_color color);
 
+/* other/tensors caps for N rows of O float32 outputs: dimensions=O:N:1:1. */
 GstCaps *pp_caps_for_outputs(guint outputs, guint n, gint fps_n, gint fps_d);
+
+/* `caps` with video frames at least `width`×`height` (a whole patch). */
+GstCaps *pp_caps_at_least(GstCaps *caps, guint width, guint height);
 
 /* Parses NNStreamer's "d0:d1:..." (innermost first) into K = d0 and
  * N = d1·d2·…; FALSE if malformed. */

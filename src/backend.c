@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Picks and opens a backend, and allocates the host memory frames live in. */
 #include "backend.h"
 
@@ -171,19 +172,25 @@ pp_host_free(void *ptr, size_t size, bool pinned)
   pp_host_unmap(ptr, size);
 }
 
-/* The consumer reporting frames itself saves a wake-up per frame (paced tiny
- * frames on the H100: 33 µs against 71). With many slots the event thread
- * was once kept for small frames' throughput, but the waiter's later fixes
- * turned that round: tiny, saturated, 3 and 4 slots, six runs each,
- * 62-87k frames/s with the consumer against 21-69k with the event thread
- * (but for a stretch where the host slowed both), whose wake-up of the
- * src task collapsed to 112 µs a frame in one run;
- * seed, hd and balanced equal or better with the consumer
- * (docs/PERFORMANCE.md, "Latency to the floor"). So `auto` is the consumer
- * whatever the slots; `slots` stays for backends that may want otherwise. */
+/* The consumer waiting for its frames itself saves one thread waking
+ * another on every frame, and carried as many frames or more than the
+ * event thread at every slot count measured (docs/PERFORMANCE.md,
+ * "Completion"). */
 pp_completion
-pp_completion_resolve(pp_completion completion, unsigned slots)
+pp_completion_resolve(pp_completion completion)
 {
-  (void) slots;
   return completion == PP_COMPLETION_AUTO ? PP_COMPLETION_CONSUMER : completion;
+}
+
+const char *
+pp_plan_source_name(pp_plan_source source)
+{
+  switch (source) {
+    case PP_PLAN_CACHED:
+      return "cached";
+    case PP_PLAN_FORCED:
+      return "forced";
+    default:
+      return "tuned";
+  }
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The interface a compute backend implements for the engine. A backend owns
  * N slots; each slot runs one frame at a time, in the order submitted to it,
  * and reports completion through `complete`. Slots run concurrently with
@@ -17,7 +18,7 @@
 #include "model.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 5
+#define PP_BACKEND_ABI 6
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -63,12 +64,55 @@ typedef struct {
 typedef void (*pp_complete_fn)(void *data, unsigned slot, int status, const char *message,
                                bool slot_free);
 
+typedef enum {
+  PP_COMPLETION_EVENT_THREAD, /* a thread waiting on each frame's completion event */
+  PP_COMPLETION_CONSUMER,     /* the consumer waits on the event itself, before it pops */
+  PP_COMPLETION_AUTO,         /* consumer (pp_completion_resolve) */
+} pp_completion;
+
+/* What configure is told of its plan (a backend's choices for a model, a
+ * frame layout and a slot count: the CUDA backend's kernels and how frames
+ * cross, cuda_plan.h). */
+typedef struct {
+  /* A plan line, or part of one, to run: the backend chooses the rest. */
+  const char *forced;
+  /* A whole line read back from the plan cache: used if it still fits
+   * (else the backend tunes, and plan_info says why). */
+  const char *cached;
+  /* Choose by timing each candidate once (compute-sanitizer runs). */
+  bool quick;
+} pp_plan_request;
+
+typedef enum {
+  PP_PLAN_TUNED,  /* chosen by timing candidates */
+  PP_PLAN_CACHED, /* read back from the cache */
+  PP_PLAN_FORCED, /* given (the rest, if any, tuned) */
+} pp_plan_source;
+
+const char *pp_plan_source_name(pp_plan_source source);
+
+/* What starting took, in milliseconds: opening the device and its context,
+ * loading libraries on demand, allocating the slots, uploading weights,
+ * making the plan (the planner's timing, or checking a cached plan), and
+ * capturing graphs; configure_ms is all of configure. */
+typedef struct {
+  double open_ms, library_ms, alloc_ms, weights_ms, plan_ms, graphs_ms, configure_ms;
+} pp_startup_times;
+
+typedef struct {
+  const char *line; /* the plan in use; valid until the next configure */
+  pp_plan_source source;
+  const char *refused; /* why the cached line was not used, or NULL */
+  pp_startup_times startup;
+} pp_plan_info;
+
 typedef struct {
   uint32_t abi; /* PP_BACKEND_ABI */
   const char *name;
-  /* (Re)allocates per-slot resources and uploads the weights; only while idle. */
+  /* (Re)allocates per-slot resources, uploads the weights and makes the
+   * plan (`request` may be NULL: tune); only while idle. */
   int (*configure)(pp_backend *b, const pp_model *model, const pp_frame_layout *layout,
-                   unsigned n_slots, char **msg);
+                   unsigned n_slots, const pp_plan_request *request, char **msg);
   /* Enqueues the job on the slot and returns without waiting for it. */
   int (*submit)(pp_backend *b, unsigned slot, const pp_job *job, char **msg);
   /* On the consumer thread, for a frame whose completion did not free its
@@ -94,6 +138,12 @@ typedef struct {
    * warm, a frame being due shortly; the engine's consumer calls it when it
    * wakes to watch for a paced frame (engine_paced.c). */
   void (*warm)(pp_backend *b);
+  /* Optional: the plan configure made, and what starting took. */
+  void (*plan_info)(pp_backend *b, pp_plan_info *info);
+  /* Optional: what the right plan depends on here beyond the model, the
+   * layout and the slots (the GPU, the driver, library versions), for the
+   * plan cache's key; NULL or absent: plans are not cached. */
+  const char *(*plan_key)(pp_backend *b);
 } pp_backend_ops;
 
 struct pp_backend {
@@ -118,16 +168,9 @@ typedef enum {
   PP_PRECISION_TF32,
 } pp_precision;
 
-typedef enum {
-  PP_COMPLETION_HOST_FUNC,    /* cudaLaunchHostFunc at the end of each frame's work */
-  PP_COMPLETION_EVENT_THREAD, /* a thread waiting on each frame's completion event */
-  PP_COMPLETION_CONSUMER,     /* the consumer waits on the event itself, before it pops */
-  PP_COMPLETION_AUTO,         /* consumer (resolve below) */
-} pp_completion;
-
-/* What PP_COMPLETION_AUTO means with `slots` slots; other values as they
- * are. Backends are only ever given the result. */
-pp_completion pp_completion_resolve(pp_completion completion, unsigned slots);
+/* What PP_COMPLETION_AUTO means: the one place it is decided. Backends
+ * are only ever given the result. */
+pp_completion pp_completion_resolve(pp_completion completion);
 
 typedef struct {
   pp_backend_kind kind;
@@ -147,6 +190,10 @@ typedef struct {
    * context: the one a GStreamer pipeline shares, so that device memory from
    * its other elements can be read. NULL: the primary context. */
   void *cuda_context;
+  /* The CPU backend reports frame fail_frame - 1 (counted from 0 since
+   * configure) as failed, for tests of the error paths (debug_env.h); 0:
+   * never. */
+  uint64_t fail_frame;
 } pp_backend_options;
 
 /* Opens the backend `opts->kind` asks for. AUTO takes CUDA when a device is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The CPU backend: one worker thread per slot stands in for a CUDA stream,
  * so the engine's ordering, drain and flush logic runs for real on machines
  * without a GPU. Each worker runs the packed-panel math of kernels/cpu_mlp. */
@@ -18,6 +19,7 @@ typedef struct {
   GMutex lock;
   GCond wake;
   bool has_job, running, quit;
+  bool fail; /* the job is the one fault injection fails */
   pp_job job;
   int64_t start_ns, end_ns; /* the last job's, for finish */
   float *x;                 /* N×K inputs */
@@ -42,7 +44,15 @@ struct cpu_backend {
   unsigned n_workers;
   worker workers[PP_MAX_SLOTS];
   bool time_every_frame;
+  uint64_t fail_frame; /* pp_backend_options.fail_frame */
+  uint64_t submitted;  /* frames since configure */
+  pp_plan_source plan_source;
+  pp_startup_times startup;
 };
+
+/* The CPU backend chooses nothing: its plan is one word, so that the plan
+ * cache's logic runs on machines without a GPU too. */
+#define CPU_PLAN "cpu"
 
 static void
 run_job(cpu_backend *b, worker *w)
@@ -76,11 +86,17 @@ worker_main(gpointer data)
     g_mutex_unlock(&w->lock);
 
     w->start_ns = pp_now_ns();
-    run_job(w->owner, w);
+    if (!w->fail)
+      run_job(w->owner, w);
     w->end_ns = pp_now_ns();
     /* Timing every frame (a trace): the slot waits for finish to read it. */
-    w->owner->base.complete(w->owner->base.complete_data, w->index, 0, NULL,
-                            !w->owner->time_every_frame);
+    if (w->fail)
+      w->owner->base.complete(w->owner->base.complete_data, w->index, -EIO,
+                              "the CPU backend failed this frame on purpose (PINGPONG_CPU_FAIL_AT)",
+                              true);
+    else
+      w->owner->base.complete(w->owner->base.complete_data, w->index, 0, NULL,
+                              !w->owner->time_every_frame);
 
     g_mutex_lock(&w->lock);
     w->running = false;
@@ -152,13 +168,23 @@ load_weights(cpu_backend *b, const pp_model *m)
 
 static int
 cpu_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
-              unsigned n_slots, char **msg)
+              unsigned n_slots, const pp_plan_request *request, char **msg)
 {
   cpu_backend *b = (cpu_backend *) base;
+  const int64_t start = pp_now_ns();
   if (layout->k != model->k) {
     *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, model->k);
     return -EINVAL;
   }
+  if (request && request->forced && strcmp(request->forced, CPU_PLAN) != 0) {
+    *msg = g_strdup_printf("the CPU backend has nothing to choose: its plan is '%s', not '%s'",
+                           CPU_PLAN, request->forced);
+    return -EINVAL;
+  }
+  b->plan_source = request && request->forced                             ? PP_PLAN_FORCED
+                   : request && g_strcmp0(request->cached, CPU_PLAN) == 0 ? PP_PLAN_CACHED
+                                                                          : PP_PLAN_TUNED;
+  b->submitted = 0;
   stop_workers(b);
   if (b->model_id != model->id)
     load_weights(b, model);
@@ -175,6 +201,7 @@ cpu_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *la
     w->thread = g_thread_new("pp-cpu-slot", worker_main, w);
     b->n_workers = i + 1;
   }
+  b->startup = (pp_startup_times){ .configure_ms = (pp_now_ns() - start) / 1e6 };
   return 0;
 }
 
@@ -191,8 +218,10 @@ cpu_submit(pp_backend *base, unsigned slot, const pp_job *job, char **msg)
     return -EINVAL;
   }
   worker *w = &b->workers[slot];
+  const uint64_t frame = ++b->submitted;
   g_mutex_lock(&w->lock);
   w->job = *job;
+  w->fail = frame == b->fail_frame;
   w->has_job = true;
   g_cond_broadcast(&w->wake);
   g_mutex_unlock(&w->lock);
@@ -233,6 +262,20 @@ cpu_finish(pp_backend *base, unsigned slot, const pp_job *job, pp_stage_times *t
   return 0;
 }
 
+static void
+cpu_plan_info(pp_backend *base, pp_plan_info *info)
+{
+  const cpu_backend *b = (cpu_backend *) base;
+  *info = (pp_plan_info){ CPU_PLAN, b->plan_source, NULL, b->startup };
+}
+
+static const char *
+cpu_plan_key(pp_backend *base)
+{
+  (void) base;
+  return "cpu abi=" G_STRINGIFY(PP_BACKEND_ABI);
+}
+
 static const pp_backend_ops cpu_ops = {
   .abi = PP_BACKEND_ABI,
   .name = "cpu",
@@ -241,6 +284,8 @@ static const pp_backend_ops cpu_ops = {
   .finish = cpu_finish,
   .sync = cpu_sync,
   .destroy = cpu_destroy,
+  .plan_info = cpu_plan_info,
+  .plan_key = cpu_plan_key,
 };
 
 int
@@ -249,6 +294,7 @@ pp_backend_cpu_new(const pp_backend_options *opts, pp_backend **out, char **msg)
   (void) msg;
   cpu_backend *b = g_new0(cpu_backend, 1);
   b->time_every_frame = opts && opts->time_every_frame;
+  b->fail_frame = opts ? opts->fail_frame : 0;
   b->base.ops = &cpu_ops;
   *out = &b->base;
   return 0;

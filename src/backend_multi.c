@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One backend spread over several (one per GPU): slot i is slot i / n of
  * part i % n, so consecutive frames alternate between devices and the
  * engine, which sees one backend of n_slots slots, keeps them in order.
@@ -25,7 +26,13 @@ struct multi_backend {
   part_link links[PP_MAX_DEVICES];
   int labels[PP_MAX_DEVICES];
   char *description;
+  /* The parts' plans and keys joined by PLAN_SEPARATOR, device by device. */
+  char *plan_line, *plan_key, *plan_refused;
+  pp_plan_source plan_source;
+  pp_startup_times startup;
 };
+
+#define PLAN_SEPARATOR " | "
 
 static pp_backend *
 part_of(multi_backend *m, unsigned slot, unsigned *local)
@@ -74,9 +81,54 @@ describe_parts(multi_backend *m)
   return g_string_free(s, FALSE);
 }
 
+/* Part i's share of a request: the forced line as it is (every device
+ * runs the same choice), the cached line's i-th part. */
+static pp_plan_request
+part_request(const pp_plan_request *request, char **cached_parts, unsigned i)
+{
+  pp_plan_request part = { 0 };
+  if (request) {
+    part = *request;
+    part.cached = cached_parts && g_strv_length(cached_parts) > i ? cached_parts[i] : NULL;
+  }
+  return part;
+}
+
+/* The parts' plans as one: their lines joined, cached only if every part's
+ * was, their start-up times added (the parts start one after another). */
+static void
+join_plans(multi_backend *m)
+{
+  GString *line = g_string_new(NULL);
+  g_clear_pointer(&m->plan_refused, g_free);
+  m->startup = (pp_startup_times){ 0 };
+  m->plan_source = PP_PLAN_CACHED;
+  for (unsigned i = 0; i < m->n_parts; i++) {
+    pp_plan_info info = { .line = "" };
+    if (m->parts[i]->ops->plan_info)
+      m->parts[i]->ops->plan_info(m->parts[i], &info);
+    g_string_append_printf(line, "%s%s", i ? PLAN_SEPARATOR : "", info.line ? info.line : "");
+    if (info.source != PP_PLAN_CACHED)
+      m->plan_source = info.source;
+    if (info.refused && !m->plan_refused)
+      m->plan_refused = g_strdup_printf("device %d: %s", m->labels[i], info.refused);
+    double *sums[] = { &m->startup.open_ms,     &m->startup.library_ms, &m->startup.alloc_ms,
+                       &m->startup.weights_ms,  &m->startup.plan_ms,    &m->startup.graphs_ms,
+                       &m->startup.configure_ms };
+    const double parts[] = { info.startup.open_ms,     info.startup.library_ms,
+                             info.startup.alloc_ms,    info.startup.weights_ms,
+                             info.startup.plan_ms,     info.startup.graphs_ms,
+                             info.startup.configure_ms };
+    for (size_t j = 0; j < G_N_ELEMENTS(parts); j++)
+      *sums[j] += parts[j];
+  }
+  g_free(m->plan_line);
+  m->plan_line = g_string_free(line, FALSE);
+}
+
 static int
 multi_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
-                unsigned n_slots, char **msg)
+                unsigned n_slots, const pp_plan_request *request, char **msg)
 {
   multi_backend *m = (multi_backend *) base;
   if (n_slots < m->n_parts) {
@@ -85,11 +137,15 @@ multi_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *
                            n_slots, m->n_parts - n_slots, m->n_parts, m->n_parts);
     return -EINVAL;
   }
+  g_auto(GStrv) cached =
+      request && request->cached ? g_strsplit(request->cached, PLAN_SEPARATOR, -1) : NULL;
   for (unsigned i = 0; i < m->n_parts; i++) {
     /* Slots i, i + n, i + 2n, ... */
     const unsigned count = (n_slots - i + m->n_parts - 1) / m->n_parts;
+    const pp_plan_request part = part_request(request, cached, i);
     char *why = NULL;
-    const int rc = m->parts[i]->ops->configure(m->parts[i], model, layout, count, &why);
+    const int rc = m->parts[i]->ops->configure(m->parts[i], model, layout, count,
+                                               request ? &part : NULL, &why);
     if (rc < 0) {
       *msg = g_strdup_printf("device %d: %s", m->labels[i], why ? why : g_strerror(-rc));
       g_free(why);
@@ -98,7 +154,21 @@ multi_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *
   }
   g_free(m->description);
   m->description = describe_parts(m);
+  join_plans(m);
   return 0;
+}
+
+static void
+multi_plan_info(pp_backend *base, pp_plan_info *info)
+{
+  multi_backend *m = (multi_backend *) base;
+  *info = (pp_plan_info){ m->plan_line, m->plan_source, m->plan_refused, m->startup };
+}
+
+static const char *
+multi_plan_key(pp_backend *base)
+{
+  return ((multi_backend *) base)->plan_key;
 }
 
 static int
@@ -171,6 +241,9 @@ multi_destroy(pp_backend *base)
   for (unsigned i = 0; i < m->n_parts; i++)
     m->parts[i]->ops->destroy(m->parts[i]);
   g_free(m->description);
+  g_free(m->plan_line);
+  g_free(m->plan_key);
+  g_free(m->plan_refused);
   g_free(m);
 }
 
@@ -183,6 +256,8 @@ static const pp_backend_ops multi_ops = {
   .destroy = multi_destroy,
   .poll = multi_poll,
   .describe = multi_describe,
+  .plan_info = multi_plan_info,
+  .plan_key = multi_plan_key,
 };
 
 int
@@ -213,6 +288,18 @@ pp_backend_multi_new(pp_backend **parts, const int *labels, unsigned n, pp_backe
     parts[i]->complete_data = &m->links[i];
   }
   m->description = g_strdup("");
+  /* Cached only where every part can say what its plan depends on. */
+  GString *key = g_string_new(NULL);
+  for (unsigned i = 0; i < n && key; i++) {
+    const char *part = parts[i]->ops->plan_key ? parts[i]->ops->plan_key(parts[i]) : NULL;
+    if (part) {
+      g_string_append_printf(key, "%s%s", i ? PLAN_SEPARATOR : "", part);
+    } else {
+      g_string_free(key, TRUE);
+      key = NULL;
+    }
+  }
+  m->plan_key = key ? g_string_free(key, FALSE) : NULL;
   *out = &m->base;
   return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Finds and opens the CUDA module (cuda_module.h), and forwards the CUDA
  * calls the rest of the core makes to it. */
 #include <dlfcn.h>
@@ -6,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_cuda.h"
 #include "cuda_host.h"
 #include "cuda_module.h"
+#include "debug_env.h"
 
 #ifdef PP_HAVE_CUDA
 /* Where the module is looked for, first match wins:
@@ -36,8 +37,8 @@ static GPtrArray *
 candidate_paths(void)
 {
   GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
-  const char *forced = g_getenv("PINGPONG_CUDA_MODULE");
-  if (forced && *forced) {
+  const char *forced = pp_debug_env_read().cuda_module;
+  if (forced) {
     g_ptr_array_add(paths, g_strdup(forced));
     return paths;
   }
@@ -63,9 +64,9 @@ open_module(char **msg)
   for (unsigned i = 0; i < paths->len && !path; i++)
     if (g_file_test(paths->pdata[i], G_FILE_TEST_EXISTS))
       path = paths->pdata[i];
-  if (!path && g_getenv("PINGPONG_CUDA_MODULE") && *g_getenv("PINGPONG_CUDA_MODULE")) {
-    *msg = g_strdup_printf("PINGPONG_CUDA_MODULE names %s, which does not exist",
-                           g_getenv("PINGPONG_CUDA_MODULE"));
+  const char *forced = pp_debug_env_read().cuda_module;
+  if (!path && forced) {
+    *msg = g_strdup_printf("PINGPONG_CUDA_MODULE names %s, which does not exist", forced);
     return NULL;
   }
   if (!path) {
@@ -99,6 +100,8 @@ open_module(char **msg)
                            path, table ? table->abi : 0, PP_CUDA_MODULE_ABI);
     return NULL;
   }
+  /* Its messages go where the core's go, whatever handler is set later. */
+  table->set_log(pp_log_write, pp_log_enabled);
   return table;
 }
 #endif
@@ -177,9 +180,9 @@ pp_cuda_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **m
   return m ? m->time_paths(b, reps, us, msg) : -ENOTSUP;
 }
 
-const char *
-pp_cuda_path_name(pp_cuda_path path)
+int
+pp_cuda_primary_context(int device, void **context, char **msg)
 {
-  const pp_cuda_module *m = pp_cuda_module_get(NULL);
-  return m ? m->path_name(path) : "?";
+  const pp_cuda_module *m = pp_cuda_module_get(msg);
+  return m ? m->primary_context(device, context, msg) : -ENOTSUP;
 }

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The CUDA backend lives in a module of its own, libpingpong-cuda.so, which
- * links the CUDA runtime and cuBLASLt; nothing else in pingpong does. The
- * core opens it (GModule) the first time something needs CUDA: a CUDA
- * backend, or pinned host memory. A machine without the CUDA libraries
- * still loads the plugin and runs its CPU backend and io_uring elements,
- * and a uringsrc alone never maps 200 MB of CUDA libraries.
+ * links the CUDA runtime; nothing else in pingpong does (cuBLASLt is a
+ * module of that module's, loaded only for plans that use it). The core
+ * opens it (GModule) the first time something needs CUDA: a CUDA backend,
+ * pinned host memory, or the device's primary context. A machine without
+ * the CUDA libraries still loads the plugin and runs its CPU backend and
+ * io_uring elements.
  *
  * The module exports one symbol, PP_CUDA_MODULE_ENTRY, returning this table. */
 #ifndef PP_CUDA_MODULE_H
@@ -13,25 +15,30 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "backend_cuda.h"
+#include "cuda_timing.h"
+#include "log.h"
 
 /* Bumped whenever the table or anything it passes changes shape; the core
  * refuses a module built for another. */
-#define PP_CUDA_MODULE_ABI (100 + PP_BACKEND_ABI)
+#define PP_CUDA_MODULE_ABI (200 + PP_BACKEND_ABI)
 #define PP_CUDA_MODULE_ENTRY "pp_cuda_module_entry"
 #define PP_CUDA_MODULE_NAME "libpingpong-cuda.so"
 
 typedef struct {
   uint32_t abi;
+  /* Where the module's messages go: the core's handler (log.h). Called
+   * once, right after the module is opened. */
+  void (*set_log)(pp_log_write_fn write, pp_log_enabled_fn enabled);
   int (*backend_new)(const pp_backend_options *opts, pp_backend **out, char **msg);
   int (*host_register)(void *ptr, size_t bytes, char **msg);
   void (*host_unregister)(void *ptr);
   int (*time_stages)(pp_backend *b, const void *input, float *output, unsigned reps,
                      pp_cuda_stage_times *out, char **msg);
   int (*time_paths)(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
-  const char *(*path_name)(pp_cuda_path path);
   /* Visible devices; 0 where the driver has none or fails. */
   int (*device_count)(void);
+  /* The primary context (a CUcontext) of a device, made if need be. */
+  int (*primary_context)(int device, void **context, char **msg);
 } pp_cuda_module;
 
 typedef const pp_cuda_module *(*pp_cuda_module_entry_fn)(void);
@@ -41,5 +48,9 @@ typedef const pp_cuda_module *(*pp_cuda_module_entry_fn)(void);
  * missed (e.g. "libcudart.so.13: cannot open shared object file"). Safe
  * from any thread. */
 const pp_cuda_module *pp_cuda_module_get(char **msg);
+
+/* The device's primary CUDA context, for a pipeline to share; -ENOTSUP
+ * without the module. */
+int pp_cuda_primary_context(int device, void **context, char **msg);
 
 #endif

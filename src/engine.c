@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The engine (engine.h): slots, tickets, order, drain and flush. */
 #include "engine.h"
 
 #include <errno.h>
@@ -43,9 +45,7 @@ pp_engine_new(pp_backend *backend, pp_discard_fn discard, void *owner)
   e->backend = backend;
   e->discard = discard;
   e->owner = owner;
-  /* PINGPONG_PREWAKE=0: the consumer never waits awake for a paced frame
-   * (engine_paced.c), for hosts where no core may spin at all. */
-  e->prewake = g_strcmp0(g_getenv("PINGPONG_PREWAKE"), "0") != 0;
+  e->prewake = true;
   backend->complete = on_complete;
   backend->complete_data = e;
   g_queue_init(&e->order);
@@ -86,7 +86,7 @@ idle_locked(pp_engine *e)
 
 int
 pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
-                    unsigned n_slots, char **msg)
+                    unsigned n_slots, const pp_plan_request *request, char **msg)
 {
   if (n_slots < 1 || n_slots > PP_MAX_SLOTS) {
     *msg = g_strdup_printf("slots must be 1..%d, not %u", PP_MAX_SLOTS, n_slots);
@@ -101,7 +101,7 @@ pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *
     return -EBUSY;
   }
   e->configured = false;
-  const int rc = e->backend->ops->configure(e->backend, model, layout, n_slots, msg);
+  const int rc = e->backend->ops->configure(e->backend, model, layout, n_slots, request, msg);
   if (rc < 0)
     return rc;
   g_mutex_lock(&e->lock);
@@ -153,49 +153,6 @@ pp_engine_acquire(pp_engine *e, unsigned *index)
     return -ECANCELED;
   *index = t;
   return 0;
-}
-
-/* engine_priv.h says what this does. */
-int
-engine_submit_to_backend(pp_engine *e, ticket *t, bool by_producer, char **msg)
-{
-  const unsigned s = t->slot;
-  const int rc = e->backend->ops->submit(e->backend, s, &t->job, msg);
-  const int64_t submitted = pp_now_ns();
-  pp_trace_host(e->trace, "submit", t->host.submit, submitted, (int64_t) t->seq);
-  g_mutex_lock(&e->lock);
-  t->host.submitted = submitted;
-  __atomic_store_n(&t->submitting, false, __ATOMIC_RELEASE);
-  if (t->state == TICKET_DONE) {
-    /* A completion that beat us here keeps its time, but not before submit. */
-    if (t->host.completed < submitted)
-      t->host.completed = submitted;
-    g_cond_broadcast(&e->item_ready);
-  } else if (e->backend->ops->wait) {
-    /* A consumer that waits on the backend itself may now. */
-    g_cond_broadcast(&e->item_ready);
-  }
-  if (rc < 0 && by_producer) {
-    /* Never accepted: take it back out, as if it had not been submitted. The
-     * backend has made sure nothing of it is still running. */
-    g_queue_unlink(&e->order, &t->entry.link);
-    t->state = TICKET_FREE;
-    t->user = NULL;
-    e->slots[s].busy = false;
-    e->next_seq--;
-    g_cond_broadcast(&e->slot_freed);
-    g_cond_broadcast(&e->went_idle);
-  } else if (rc < 0) {
-    t->state = TICKET_DONE;
-    t->status = rc;
-    g_strlcpy(t->message, *msg ? *msg : g_strerror(-rc), sizeof t->message);
-    g_clear_pointer(msg, g_free);
-    t->host.completed = submitted;
-    e->slots[s].busy = false;
-    g_cond_broadcast(&e->slot_freed);
-  }
-  g_mutex_unlock(&e->lock);
-  return rc;
 }
 
 int
@@ -513,14 +470,26 @@ pp_engine_get_slot_stats(pp_engine *e, pp_slot_stats slots[PP_MAX_SLOTS])
 }
 
 void
-pp_engine_reset_stats(pp_engine *e)
+pp_engine_set_prewake(pp_engine *e, bool prewake)
 {
   g_mutex_lock(&e->lock);
-  memset(&e->stats, 0, sizeof e->stats);
-  memset(e->slot_stats, 0, sizeof e->slot_stats);
+  e->prewake = prewake;
   g_mutex_unlock(&e->lock);
-  __atomic_store_n(&e->backend->staged_inputs, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->backend->device_inputs, 0, __ATOMIC_RELAXED);
+}
+
+bool
+pp_engine_plan_info(pp_engine *e, pp_plan_info *info)
+{
+  if (!e->configured || !e->backend->ops->plan_info)
+    return false;
+  e->backend->ops->plan_info(e->backend, info);
+  return true;
+}
+
+const char *
+pp_engine_plan_key(pp_engine *e)
+{
+  return e->backend->ops->plan_key ? e->backend->ops->plan_key(e->backend) : NULL;
 }
 
 void

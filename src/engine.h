@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine: frames go into N slots round-robin and come out strictly in
  * submission order, interleaved with markers (the element's serialized
  * events) exactly where they were pushed.
@@ -48,9 +49,20 @@ typedef void (*pp_discard_fn)(void *owner, const pp_item *item);
 pp_engine *pp_engine_new(pp_backend *backend, pp_discard_fn discard, void *owner);
 void pp_engine_free(pp_engine *e);
 
-/* Sizes the slots for frames of `layout` and uploads the model; idle only. */
+/* Sizes the slots for frames of `layout`, uploads the model and makes the
+ * backend's plan (`request`: backend.h; NULL to tune); idle only. */
 int pp_engine_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
-                        unsigned n_slots, char **msg);
+                        unsigned n_slots, const pp_plan_request *request, char **msg);
+/* The backend's plan and start-up times since configure; false where the
+ * backend has none. */
+bool pp_engine_plan_info(pp_engine *e, pp_plan_info *info);
+/* What the backend's right plan depends on beyond model, layout and slots
+ * (backend.h's plan_key); NULL: its plans are not cached. */
+const char *pp_engine_plan_key(pp_engine *e);
+/* Whether the consumer, its queue empty and frames coming at a steady
+ * pace, wakes shortly before the next is due and watches for it awake
+ * (engine_paced.c). On by default; off for hosts where no core may spin. */
+void pp_engine_set_prewake(pp_engine *e, bool prewake);
 bool pp_engine_is_configured(pp_engine *e);
 const char *pp_engine_backend_name(pp_engine *e);
 /* The backend's own account of how it runs frames ("" if it gives none). */
@@ -91,6 +103,5 @@ void pp_engine_get_slot_stats(pp_engine *e, pp_slot_stats slots[PP_MAX_SLOTS]);
  * until the engine is freed or another is set. */
 struct pp_trace;
 void pp_engine_set_trace(pp_engine *e, struct pp_trace *trace);
-void pp_engine_reset_stats(pp_engine *e);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A steady stream's frames, met by the consumer awake: pp_engine_pop
  * (engine.c) calls here when its queue is empty and again when the frame
  * at its head was left for it to submit (pp_engine_submit). */

@@ -1,6 +1,8 @@
-/* The engine's state, shared by engine.c (slots, tickets, order, flush)
- * and engine_paced.c (the consumer woken before a paced frame). Not for
- * anything outside the engine. */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The engine's state, shared by engine.c (slots, tickets, order, flush),
+ * engine_paced.c (the consumer woken before a paced frame) and
+ * engine_submit.c (a frame to the backend). Not for anything outside the
+ * engine. */
 #ifndef PP_ENGINE_PRIV_H
 #define PP_ENGINE_PRIV_H
 
@@ -74,7 +76,7 @@ struct pp_engine {
    * a consumer watching without the lock reads. */
   pp_arrivals arrivals;
   unsigned announced;
-  bool prewake;       /* PINGPONG_PREWAKE is not "0" */
+  bool prewake;       /* pp_engine_set_prewake */
   bool watching;      /* the consumer watches for a frame awake, lock released */
   unsigned deferring; /* frames queued for the consumer to submit, not yet submitted */
   uint64_t consumer_submits;
@@ -89,7 +91,8 @@ struct pp_engine {
  * submitted when the producer submits it (it gets the error); when the
  * consumer does, it stays queued as a failed frame, as the producer has
  * long returned. */
-int engine_submit_to_backend(pp_engine *e, ticket *t, bool by_producer, char **msg);
+int engine_submit_to_backend(pp_engine *e, ticket *t, bool by_producer,
+                             char **msg); /* engine_submit.c */
 
 /* ---- engine_paced.c ---- */
 

@@ -8,7 +8,7 @@
  * once full, further spans are counted and dropped (the file says how
  * many). The JSON is written at close, off the streaming path; its
  * otherData.origin_ns is its time 0 on the monotonic clock, to line it up
- * with other processes' times (tools/network-breakdown.py). */
+ * with other processes' times (bench/network-breakdown.py). */
 #ifndef PP_TRACE_H
 #define PP_TRACE_H
 

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# On a GPU host, from the project root (see ../shared/gpu/README.md): the
-# 'gpu' test suite, the CUDA tests under compute-sanitizer (memcheck and
-# racecheck), and the benchmark. Logs go to $LOGS (default ./gpu-logs).
+# On a GPU host, from the project root (docs/GPU-HOST.md): the 'gpu' test
+# suite, the CUDA tests under compute-sanitizer (memcheck and racecheck),
+# and the benchmark. Logs go to $LOGS (default ./gpu-logs).
 #
-#   tools/gpu-check.sh [tests] [sanitize] [bench] [bench-completion]
+#   tools/gpu-check.sh [tests] [sanitize] [bench]
 #   SANITIZE_ELEMENT_FILTER='test_generated*' BENCH_ARGS='--workloads deep' ...
 #   SANITIZE_TOOLS=racecheck (default: memcheck racecheck, for the three CUDA tests)
 #   SANITIZE_TESTS='test_cuda_blas' (default: the three), SANITIZE_BACKEND_TESTS='test_chunks'
 #   (default: all seven of test_cuda_backend's, one process each under racecheck),
 #   SANITIZE_ELEMENTS=0 (skip the element tests under memcheck): a device call is
 #   limited to 10 minutes, and the whole step takes longer, so it can be run in parts.
-# With no arguments: all but bench-completion.
+# With no arguments: all three. Under the sanitizers every choice is timed
+# once (PP_GPU_QUICK, and tuning=quick for the element tests): kernels run
+# hundreds of times slower there.
 set -uo pipefail
 LOGS=${LOGS:-$PWD/gpu-logs}
 BUILD=${BUILD:-build}
@@ -30,18 +32,6 @@ for step in "${steps[@]}"; do
       grep -q '^Fail: *0' "$LOGS/gpu-suite.log" && grep -q '^Timeout: *0' "$LOGS/gpu-suite.log" || status=1
       ;;
     sanitize)
-      # racecheck reports shared-memory hazards inside cuBLAS's BF16 GEMM
-      # kernels (nvjet_sm90_tss_*) for a plain cublasLtMatmul, results right,
-      # which is why the split path uses TF32 pieces (kernels/split_tf32.cu).
-      # Said here each run, for the day the library no longer shows them.
-      echo "== compute-sanitizer --tool racecheck: cuBLAS's BF16 GEMM alone (not the project's code)"
-      compute-sanitizer --tool racecheck "$BUILD/tools/cublaslt-bf16-hazards" 256 \
-        > "$LOGS/sanitize-racecheck-cublaslt-bf16.log" 2>&1
-      rc=$?
-      grep -E 'RACECHECK SUMMARY|WRONG' "$LOGS/sanitize-racecheck-cublaslt-bf16.log"
-      grep -c ' ok$' "$LOGS/sanitize-racecheck-cublaslt-bf16.log" | sed 's/$/ results right/'
-      echo "exit $rc (1: a result was wrong)"
-      [ $rc -eq 0 ] || status=1
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
         for t in ${SANITIZE_TESTS:-test_cuda_kernels test_cuda_blas test_cuda_backend}; do
           echo "== compute-sanitizer --tool $tool $t"
@@ -52,10 +42,10 @@ for step in "${steps[@]}"; do
           [ $t = test_cuda_backend ] && { [ "$tool" = racecheck ] || [ -n "${SANITIZE_BACKEND_TESTS:-}" ]; } &&
             filters=(${SANITIZE_BACKEND_TESTS:-test_every_path test_completion_modes_and_graphs
               test_chunks test_zero_copy test_autotune_picks_a_working_path
-              test_flush_and_teardown_in_flight test_device_errors})
+              test_plan_lines test_flush_and_teardown_in_flight test_device_errors})
           pids=()
           for f in "${filters[@]}"; do
-            env PP_GPU_QUICK=1 PINGPONG_CUDA_TUNE=quick ${f:+PP_TEST_FILTER=$f} compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            env PP_GPU_QUICK=1 ${f:+PP_TEST_FILTER=$f} compute-sanitizer --tool "$tool" --error-exitcode 99 \
               $( [ "$tool" = memcheck ] && echo --leak-check full ) \
               "$BUILD/tests/gpu/$t" > "$LOGS/sanitize-$tool-$t${f:+-$f}.log" 2>&1 &
             pids+=($!)
@@ -74,7 +64,7 @@ for step in "${steps[@]}"; do
       [ "${SANITIZE_ELEMENTS:-1}" = 0 ] && continue
       echo "== compute-sanitizer --tool memcheck: cudamlp element tests on the GPU"
       # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the whole file takes long under memcheck.
-      env PP_TEST_BACKEND=cuda PINGPONG_CUDA_TUNE=quick G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
+      env PP_TEST_BACKEND=cuda PP_TEST_TUNING=quick G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
         ${SANITIZE_ELEMENT_FILTER:+PP_TEST_FILTER=$SANITIZE_ELEMENT_FILTER} \
         compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/elements/test_cudamlp" \
         > "$LOGS/sanitize-memcheck-elements.log" 2>&1
@@ -83,7 +73,7 @@ for step in "${steps[@]}"; do
       echo "exit $rc"
       [ $rc -eq 0 ] || status=1
       echo "== compute-sanitizer --tool memcheck: YUV formats on the GPU"
-      PP_TEST_BACKEND=cuda PINGPONG_CUDA_TUNE=quick PP_TEST_FILTER=test_every_yuv_format G_DEBUG=fatal-warnings \
+      PP_TEST_BACKEND=cuda PP_TEST_TUNING=quick PP_TEST_FILTER=test_every_yuv_format G_DEBUG=fatal-warnings \
         GST_REGISTRY_FORK=no compute-sanitizer --tool memcheck --error-exitcode 99 \
         "$BUILD/tests/elements/test_yuv" > "$LOGS/sanitize-memcheck-yuv.log" 2>&1
       rc=$?
@@ -93,12 +83,7 @@ for step in "${steps[@]}"; do
       ;;
     bench)
       echo "== benchmark"
-      "$BUILD/tools/pingpong-bench" ${BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench.md" || status=1
-      ;;
-    bench-completion)
-      echo "== benchmark, completion by host function"
-      "$BUILD/tools/pingpong-bench" --completion host-func ${BENCH_ARGS:-} 2>&1 |
-        tee "$LOGS/bench-host-func.md" || status=1
+      "$BUILD/bench/pingpong-bench" ${BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench.md" || status=1
       ;;
     *)
       echo "unknown step $step" >&2

@@ -20,7 +20,7 @@
  * - --latency-log FILE: with --latency, one line per buffer: its index,
  *   and when it was made (base time + its running time) and when it came
  *   back, in ns of the host's monotonic clock, the clock of cudamlp's
- *   PINGPONG_TRACE (its "origin_ns"), so tools/network-breakdown.py can
+ *   PINGPONG_TRACE (its "origin_ns"), so bench/network-breakdown.py can
  *   split a frame's round trip at the receiver's cudamlp.
  * - --count NAME: buffers reaching NAME's sink pad, printed at the end.
  * - --wait-client NAME: PLAYING only once a client has connected to NAME

@@ -1,375 +1,370 @@
-/* The CUDA backend. Each slot owns a non-blocking stream, pinned host
- * staging for a frame and its result, and device buffers; the weights are
- * uploaded once and shared. A frame is, on its slot's stream only:
- *
- *   H2D copy → MLP kernels → D2H copy → completion (host function or event)
- *
- * (a small frame read in place is one kernel that raises its own done
- * signal instead of the event).
- *
- * The MLP's kernels are captured once per slot as a CUDA graph, so a frame
- * costs two copies, one graph launch and one completion call. Only the
- * kernels go in the graph (docs/PERFORMANCE.md, measured on the H100 host):
- * a graph with a host node took 37 µs to launch instead of 6, and copy
- * nodes re-pointed at each frame's pinned buffer made launches cost
- * 25-71 µs, growing with the frame, where a direct cudaMemcpyAsync of a
- * 6 MB frame costs 2.2 µs. A large frame may instead go in chunks whose
- * copies and kernels overlap, a small one be read in place (chunks.c).
- * Nothing runs on the default stream and nothing is allocated or
- * synchronised per frame. Setting the slots up is configure.c's. */
-#include "backend_cuda.h"
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The CUDA backend (pp_backend_ops): configure makes the plan (from the
+ * cache's line, a forced line, or the planner) and the slots that run it;
+ * submit sends a frame on its slot's stream as the plan says (frame_path.c)
+ * and hands it to completion.c; finish copies a staged result out and
+ * reads stage times. Per frame: no allocation, no wait, nothing on the
+ * default stream. */
+#include "cuda_backend.h"
+
+#include <cublas_api.h>
 
 #include <errno.h>
-#include <stdlib.h>
+#include <glib.h>
 #include <string.h>
 
-#include "backend_cuda_priv.h"
-#include "host_memory.h"
+#include "cuda_backend.h"
+#include "check.h"
+#include "completion.h"
+#include "frame_path.h"
+#include "gpu_timer.h"
+#include "log.h"
+#include "planner.h"
 #include "stats.h"
 
 /* Stage times are read back for one frame in this many: reading them costs
  * the consumer thread a few microseconds. */
 #define TIMING_PERIOD 8
 
-/* ---- errors ------------------------------------------------------------- */
+struct cuda_backend {
+  pp_backend base;
+  pp_backend_ops ops;
+  pp_cuda_device device;
+  pp_precision precision;
+  pp_completion completion;
+  bool time_every_frame;
+  pp_cuda_completion *waiter;
+  pp_gpu_weights weights;
+  char key[384];
 
-int
-pp_cuda_fail(char **msg, const char *call, cudaError_t err, const char *file, int line)
+  /* From configure. */
+  pp_frame_layout layout;
+  pp_mlp_exec *exec;
+  pp_cuda_plan plan;
+  pp_frame_path path;
+  unsigned n_slots;
+  pp_cuda_slot slots[PP_MAX_SLOTS];
+  pp_gpu_anchor anchor; /* set when every frame is timed (traces) */
+  char *plan_line, *plan_refused, *detail;
+  pp_plan_source plan_source;
+  pp_startup_times startup;
+};
+
+static double
+ms_since(int64_t t0)
 {
-  const char *base = strrchr(file, '/');
-  if (msg && !*msg)
-    *msg = g_strdup_printf("%s failed: %s (%s) [%s:%d]", call, cudaGetErrorString(err),
-                           cudaGetErrorName(err), base ? base + 1 : file, line);
-  return -EIO;
+  return (pp_now_ns() - t0) / 1e6;
 }
 
-int
-pp_blas_fail(char **msg, const char *call, cublasStatus_t status, const char *file, int line)
+/* ---- configure ----------------------------------------------------------- */
+
+static void
+free_configuration(cuda_backend *b)
 {
-  const char *base = strrchr(file, '/');
-  if (msg && !*msg)
-    *msg = g_strdup_printf("%s failed: %s [%s:%d]", call, cublasLtGetStatusString(status),
-                           base ? base + 1 : file, line);
-  return -EIO;
+  for (unsigned i = 0; i < b->n_slots; i++)
+    pp_cuda_slot_free(&b->slots[i]);
+  b->n_slots = 0;
+  g_clear_pointer(&b->exec, pp_mlp_exec_free);
+  g_clear_pointer(&b->plan_line, g_free);
+  g_clear_pointer(&b->plan_refused, g_free);
+  g_clear_pointer(&b->detail, g_free);
 }
 
-/* ---- context ------------------------------------------------------------- */
-
-/* Makes the backend's context current on the calling thread: the primary
- * context of its device, or the shared one it was given. The runtime API
- * then runs everything in it. */
-cudaError_t
-cuda_bind_context(cuda_backend *b)
-{
-  if (!b->context)
-    return cudaSetDevice(b->device);
-  return b->ctx_set_current(b->context) == 0 ? cudaSuccess : cudaErrorDeviceUninitialized;
-}
-
-/* cuCtxSetCurrent and cuCtxGetDevice from the driver through the runtime, so
- * nothing links libcuda (a machine without a driver still loads us). */
+/* Random bytes (or floats) in slot 0's frame, so timing never runs on
+ * zeros. */
 static int
-adopt_context(cuda_backend *b, void *context, char **msg)
+fill_random_frame(cuda_backend *b, char **msg)
 {
-  void *set_current = NULL, *get_device = NULL;
-  enum cudaDriverEntryPointQueryResult found;
-  CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set_current, 12000,
-                                              cudaEnableDefault, &found));
-  if (found == cudaDriverEntryPointSuccess)
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuCtxGetDevice", &get_device, 12000,
-                                                cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || !set_current || !get_device) {
-    *msg = g_strdup("the CUDA driver lacks cuCtxSetCurrent/cuCtxGetDevice");
-    return -ENOSYS;
+  pp_cuda_slot *s = &b->slots[0];
+  GRand *rng = g_rand_new_with_seed(2026);
+  if (b->layout.kind == PP_LAYOUT_TENSOR) {
+    float *f = s->staging_in;
+    for (size_t i = 0; i < b->layout.frame_bytes / sizeof(float); i++)
+      f[i] = (float) g_rand_double_range(rng, -1, 1);
+  } else {
+    uint32_t *words = s->staging_in;
+    for (size_t i = 0; i < b->layout.frame_bytes / sizeof(uint32_t); i++)
+      words[i] = g_rand_int(rng);
   }
-  int device = -1;
-  b->ctx_set_current = (int (*)(void *)) set_current;
-  if (b->ctx_set_current(context) != 0 || ((int (*)(int *)) get_device)(&device) != 0) {
-    *msg = g_strdup("cannot make the shared CUDA context current");
-    return -EIO;
-  }
-  if (device != b->device) {
-    *msg = g_strdup_printf("the pipeline's CUDA context is on GPU %d but device-id is %d; set "
-                           "device-id=%d or give the elements upstream the same device",
-                           device, b->device, device);
-    return -ENODEV;
-  }
-  b->context = context;
+  g_rand_free(rng);
+  CUDA_CHECK(cudaMemcpyAsync(s->d_in, s->staging_in, b->layout.frame_bytes, cudaMemcpyHostToDevice,
+                             s->stream));
+  CUDA_CHECK(cudaStreamSynchronize(s->stream));
   return 0;
 }
 
-/* ---- one frame ------------------------------------------------------------ */
-
-/* Whether finish has nothing to do for the slot's current frame. */
-bool
-cuda_slot_free(const cuda_slot *s)
+/* A cached plan, if it still fits: parsed, whole, and every GEMM it names
+ * accepted by this cuBLAS. *why says why not. */
+static bool
+use_cached_plan(cuda_backend *b, const char *line, char **why)
 {
-  return !s->staged_out && !s->timed;
-}
-
-static void CUDART_CB
-host_done(void *data)
-{
-  /* Runs on CUDA's callback thread: no CUDA calls here. */
-  cuda_slot *s = data;
-  s->owner->base.complete(s->owner->base.complete_data, s->index, 0, NULL, cuda_slot_free(s));
-}
-
-/* A timing event, only on the frames whose stage times are read. */
-static cudaError_t
-mark(cuda_slot *s, cudaEvent_t event)
-{
-  return s->timed ? cudaEventRecord(event, s->stream) : cudaSuccess;
+  pp_cuda_plan plan;
+  if (pp_cuda_plan_parse(line, &plan, why) < 0)
+    return false;
+  if (plan.given != PP_PLAN_ALL) {
+    *why = g_strdup("the cached plan is incomplete");
+    return false;
+  }
+  if (plan.completion != b->completion) {
+    *why = g_strdup("the cached plan was made for another completion");
+    return false;
+  }
+  double load_ms = 0;
+  if (pp_cuda_plan_uses_cublas(&plan) && pp_mlp_exec_use_cublas(b->exec, &load_ms, why) < 0)
+    return false;
+  b->startup.library_ms += load_ms;
+  if (pp_mlp_exec_prepare(b->exec, &plan, why) < 0)
+    return false;
+  b->plan = plan;
+  return true;
 }
 
 static int
-enqueue_mlp(cuda_backend *b, cuda_slot *s, char **msg)
+alloc_slots(cuda_backend *b, unsigned n_slots, bool workspace, char **msg)
 {
-  if (!s->exec)
-    return pp_gpu_mlp_run(b, s, PP_N_PATHS, s->stream, msg);
-  CUDA_CHECK(cudaGraphLaunch(s->exec, s->stream));
+  const size_t out_bytes = (size_t) b->layout.n * b->weights.o * sizeof(float);
+  for (unsigned i = 0; i < n_slots; i++) {
+    b->n_slots = i + 1;
+    const int rc = pp_cuda_slot_alloc(&b->slots[i], i, b->exec, &b->weights, &b->layout, out_bytes,
+                                      workspace, msg);
+    if (rc < 0)
+      return rc;
+  }
   return 0;
 }
 
 static int
-enqueue_completion(cuda_backend *b, cuda_slot *s, cudaStream_t stream, char **msg)
+tune(cuda_backend *b, const pp_cuda_plan *given, bool quick, char **msg)
 {
-  if (s->signal_seq)
-    return 0; /* the frame's kernel says it is done itself */
-  if (b->completion == PP_COMPLETION_HOST_FUNC)
-    CUDA_CHECK(cudaLaunchHostFunc(stream, host_done, s));
-  else
-    CUDA_CHECK(cudaEventRecord(s->ev_done, stream));
-  return 0;
+  int rc = fill_random_frame(b, msg);
+  if (rc < 0)
+    return rc;
+  const pp_planner planner = {
+    .exec = b->exec,
+    .weights = &b->weights,
+    .layout = &b->layout,
+    .slot = &b->slots[0],
+    .n_slots = b->n_slots,
+    .host_pointers = b->device.host_pointers,
+    .quick = quick,
+    .pieces = b->precision == PP_PRECISION_TF32 ? 1 : 2,
+    .completion = b->completion,
+  };
+  return pp_planner_choose(&planner, given, &b->plan, msg);
 }
 
-/* ---- graphs -------------------------------------------------------------- */
-
-int
-cuda_capture(cuda_backend *b, cuda_slot *s, cuda_graph_part part, cudaGraphExec_t *exec, char **msg)
+static const char *
+reader_name(const pp_cuda_a *x)
 {
-  cudaGraph_t graph = NULL;
-  CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-  char *reason = NULL;
-  const int rc = part.between
-                     ? pp_gpu_mlp_run_between(b, s, s->stream, &reason)
-                     : pp_gpu_mlp_run_rows(b, s, PP_N_PATHS, s->stream, part.row0, part.n, &reason);
-  const cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
+  switch (x->kind) {
+    case PP_A_U8_VEC4:
+      return "u8x4";
+    case PP_A_U8_GATHER:
+      return "u8";
+    case PP_A_YUV:
+      return "yuv";
+    default:
+      return "f32";
+  }
+}
+
+/* Every slot's graphs; a capture the driver refuses leaves that slot on
+ * direct launches. */
+static void
+capture_graphs(cuda_backend *b)
+{
+  for (unsigned i = 0; i < b->n_slots; i++) {
+    char *why = NULL;
+    if (pp_cuda_slot_capture(&b->slots[i], b->exec, &b->plan, b->layout.n, &why) < 0) {
+      pp_log(PP_LOG_WARNING, "cuda", "slot %u runs without a CUDA graph: %s", i, why);
+      g_free(why);
+    }
+  }
+}
+
+static int
+configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, char **msg)
+{
+  pp_cuda_plan given = { .whole = PP_N_PATHS };
+  int rc = req && req->forced ? pp_cuda_plan_parse(req->forced, &given, msg) : 0;
+  if (rc < 0)
+    return rc;
+  b->plan_source = req && req->forced ? PP_PLAN_FORCED : PP_PLAN_TUNED;
+  int64_t t0 = pp_now_ns();
+  if (req && req->cached && !req->forced) {
+    char *why = NULL;
+    if (use_cached_plan(b, req->cached, &why))
+      b->plan_source = PP_PLAN_CACHED;
+    else
+      b->plan_refused = why;
+  }
+  b->startup.plan_ms = ms_since(t0) - b->startup.library_ms;
+  t0 = pp_now_ns();
+  const bool tuning = b->plan_source != PP_PLAN_CACHED;
+  rc = alloc_slots(b, n_slots, tuning || pp_cuda_plan_uses_cublas(&b->plan), msg);
+  b->startup.alloc_ms = ms_since(t0);
+  if (rc == 0 && tuning) {
+    t0 = pp_now_ns();
+    rc = tune(b, &given, req && req->quick, msg);
+    /* The executor holds the last candidates timed: the plan's own again. */
+    if (rc == 0)
+      rc = pp_mlp_exec_prepare(b->exec, &b->plan, msg);
+    b->startup.plan_ms += ms_since(t0);
+  }
+  return rc;
+}
+
+static int
+cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *layout,
+               unsigned n_slots, const pp_plan_request *req, char **msg)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  const int64_t start = pp_now_ns();
+  CUDA_CHECK(pp_cuda_device_bind(&b->device));
+  base->ops->sync(base);
+  free_configuration(b);
+  const double open_ms = b->startup.open_ms;
+  b->startup = (pp_startup_times){ .open_ms = open_ms };
+  int64_t t0 = pp_now_ns();
+  int rc = 0;
+  if (b->weights.model_id != model->id)
+    rc = pp_gpu_weights_upload(&b->weights, model, b->device.setup, msg);
+  b->startup.weights_ms = ms_since(t0);
+  b->layout = *layout;
+  if (rc == 0)
+    rc = pp_mlp_exec_new(&b->weights, layout, b->precision == PP_PRECISION_TF32, b->device.setup,
+                         &b->exec, msg);
+  if (rc == 0)
+    rc = configure_plan(b, n_slots, req, msg);
   if (rc < 0) {
-    if (graph)
-      cudaGraphDestroy(graph);
-    *msg = reason;
+    free_configuration(b);
     return rc;
   }
-  g_free(reason);
-  CUDA_CHECK(end);
-  const cudaError_t err = cudaGraphInstantiate(exec, graph, 0);
-  cudaGraphDestroy(graph);
-  if (err != cudaSuccess) {
-    *exec = NULL;
-    return pp_cuda_fail(msg, "cudaGraphInstantiate", err, __FILE__, __LINE__);
+  t0 = pp_now_ns();
+  capture_graphs(b);
+  b->startup.graphs_ms = ms_since(t0);
+  b->path = (pp_frame_path){ &b->plan, b->exec, &b->layout, b->weights.o, { 0 } };
+  pp_frame_path_set_chunks(&b->path, &b->slots[0].buf.x);
+  if (b->time_every_frame && (rc = pp_gpu_anchor_set(&b->anchor, b->device.setup, msg)) < 0) {
+    free_configuration(b);
+    return rc;
   }
+  b->plan_line = pp_cuda_plan_to_line(&b->plan);
+  b->detail = g_strdup_printf("%s loads=%s", b->plan_line, reader_name(&b->slots[0].buf.x));
+  b->startup.configure_ms = ms_since(start);
+  pp_log(PP_LOG_INFO, "cuda", "plan (%s): %s", pp_plan_source_name(b->plan_source), b->plan_line);
+  if (b->plan_refused)
+    pp_log(PP_LOG_INFO, "cuda", "the cached plan was not used: %s", b->plan_refused);
   return 0;
 }
 
-/* ---- pp_backend_ops ----------------------------------------------------------- */
+/* ---- one frame ----------------------------------------------------------- */
 
-/* A frame already on the device: each plane copied into the slot's frame
- * at the layout's strides by a kernel (a few µs of device bandwidth for
- * 1080p NV12), so the captured graph reads it where it reads uploaded
- * frames, whatever pitch upstream allocated with. */
-static cudaError_t
-gather_device_planes(cuda_backend *b, cuda_slot *s, const pp_job *job)
-{
-  const pp_frame_layout *l = &b->layout;
-  for (uint32_t i = 0; i < l->n_planes; i++) {
-    const pp_plane *p = &l->planes[i];
-    const cudaError_t err =
-        pp_cuda_copy_2d(s->stream, (uint8_t *) s->d_in + p->offset, p->stride,
-                        job->device_planes[i], job->device_pitch[i], p->row_bytes, p->rows);
-    if (err != cudaSuccess)
-      return err;
-  }
-  __atomic_add_fetch(&b->base.device_inputs, 1, __ATOMIC_RELAXED);
-  return cudaSuccess;
-}
-
-cudaStream_t
-cuda_last_stream(const cuda_backend *b, const cuda_slot *s, const void *src)
-{
-  return src && b->chunks > 1 ? s->copy_out : s->stream;
-}
-
-/* The done signal a frame read in place raises, or 0 for its event: when
- * one kernel does the whole frame, the waiter polls the word it writes
- * instead of an event recorded after it, which saves a driver call on
- * each side of a paced frame (docs/PERFORMANCE.md). Not on frames whose
- * stage times are read: those come from the events around the kernel. */
+/* The done signal a frame read in place raises, or 0 for its event: one
+ * kernel doing the whole frame says it is done itself, which saves a
+ * driver call on each side of a paced frame. Not on frames whose stage
+ * times are read: those come from the events around the kernel. */
 static unsigned
-next_signal(cuda_backend *b, cuda_slot *s)
+next_signal(cuda_backend *b, pp_cuda_slot *s, const void *src)
 {
-  if (!b->use_signal || s->timed || b->completion == PP_COMPLETION_HOST_FUNC ||
-      !pp_gpu_mlp_can_signal(b))
+  if (!src || !b->plan.signal || s->timed || b->plan.frames != PP_FRAMES_IN_PLACE ||
+      !pp_mlp_exec_can_signal(&b->plan))
     return 0;
   if (++s->last_seq == 0) /* 0 means no signal */
     s->last_seq = 1;
   return s->last_seq;
 }
 
-/* Zero-copy: one kernel reads the frame where it lies and writes the result
- * where it goes. Its time counts as the MLP's; the copies take none. */
-static int
-enqueue_in_place(cuda_backend *b, cuda_slot *s, const void *src, float *dst, char **msg)
-{
-  s->signal_seq = next_signal(b, s);
-  CUDA_CHECK(mark(s, s->ev_start));
-  CUDA_CHECK(mark(s, s->ev_h2d));
-  const int rc = pp_gpu_mlp_run_in_place(b, s, src, dst, s->stream, msg);
-  if (rc < 0)
-    return rc;
-  CUDA_CHECK(mark(s, s->ev_mlp));
-  CUDA_CHECK(mark(s, s->ev_d2h));
-  return 0;
-}
-
-int
-cuda_enqueue_frame(cuda_backend *b, cuda_slot *s, const void *src, const pp_job *job, float *dst,
-                   char **msg)
-{
-  if (src && b->zero_copy)
-    return enqueue_in_place(b, s, src, dst, msg);
-  if (src && b->chunks > 1)
-    return cuda_enqueue_chunks(b, s, src, dst, msg);
-  const int64_t t1 = b->trace ? pp_now_ns() : 0;
-  int rc = 0;
-  cudaError_t err = mark(s, s->ev_start);
-  if (err == cudaSuccess)
-    err = src ? cudaMemcpyAsync(s->d_in, src, b->layout.frame_bytes, cudaMemcpyHostToDevice,
-                                s->stream)
-              : gather_device_planes(b, s, job);
-  if (err == cudaSuccess)
-    err = mark(s, s->ev_h2d);
-  if (err != cudaSuccess)
-    rc = pp_cuda_fail(msg, "uploading a frame", err, __FILE__, __LINE__);
-  const int64_t t2 = b->trace ? pp_now_ns() : 0;
-  if (rc == 0)
-    rc = enqueue_mlp(b, s, msg);
-  const int64_t t3 = b->trace ? pp_now_ns() : 0;
-  if (rc == 0) {
-    err = mark(s, s->ev_mlp);
-    if (err == cudaSuccess)
-      err = cudaMemcpyAsync(dst, s->d_out, b->out_bytes, cudaMemcpyDeviceToHost, s->stream);
-    if (err == cudaSuccess)
-      err = mark(s, s->ev_d2h);
-    if (err != cudaSuccess)
-      rc = pp_cuda_fail(msg, "downloading a result", err, __FILE__, __LINE__);
-  }
-  if (b->trace) {
-    b->trace_us[1] += (t2 - t1) / 1000.0;
-    b->trace_us[2] += (t3 - t2) / 1000.0;
-    b->trace_mark_ns = t3;
-  }
-  return rc;
-}
-
 static int
 cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
-  cuda_slot *s = &b->slots[index];
-  const int64_t t0 = pp_now_ns();
-  CUDA_CHECK(cuda_bind_context(b));
-
+  pp_cuda_slot *s = &b->slots[index];
+  const int64_t submitted = pp_now_ns();
+  CUDA_CHECK(pp_cuda_device_bind(&b->device));
   const void *src = job->input;
   if (job->input_on_device) {
     src = NULL;
+    __atomic_add_fetch(&base->device_inputs, 1, __ATOMIC_RELAXED);
   } else if (!job->input_pinned) {
     memcpy(s->staging_in, job->input, b->layout.frame_bytes);
     src = s->staging_in;
-    __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&base->staged_inputs, 1, __ATOMIC_RELAXED);
   }
   float *dst = job->output_pinned ? job->output : s->staging_out;
   s->staged_out = !job->output_pinned;
-  s->signal_seq = 0;
-  s->timed = s->frames++ % b->timing_period == 0;
-  const int64_t t1 = b->trace ? pp_now_ns() : 0;
-  b->trace_mark_ns = t1;
-
-  int rc = cuda_enqueue_frame(b, s, src, job, dst, msg);
-  if (rc == 0)
-    rc = enqueue_completion(b, s, cuda_last_stream(b, s, src), msg);
-  if (b->trace) {
-    /* Staging, and whatever enqueue_frame did not split into upload and
-     * MLP (all of a chunked frame) counts as download + completion. */
-    const int64_t t4 = pp_now_ns();
-    b->trace_us[0] += (t1 - t0) / 1000.0;
-    b->trace_us[3] += (t4 - b->trace_mark_ns) / 1000.0;
-    b->trace_us[4] += (t4 - t0) / 1000.0;
-    b->trace_frames++;
+  s->timed = s->frames++ % (b->time_every_frame ? 1 : TIMING_PERIOD) == 0;
+  s->signal_seq = next_signal(b, s, src);
+  int rc = pp_frame_enqueue(&b->path, s, src, job, dst, msg);
+  const cudaStream_t last = pp_frame_last_stream(&b->path, s, src);
+  if (rc == 0 && !s->signal_seq) {
+    const cudaError_t err = cudaEventRecord(s->ev_done, last);
+    if (err != cudaSuccess)
+      rc = pp_cuda_fail(msg, "cudaEventRecord", err, __FILE__, __LINE__);
   }
   if (rc < 0) {
     /* Whatever part of the frame was queued finishes before we say no. */
-    cuda_slot_sync(s);
+    pp_cuda_slot_sync(s);
     return rc;
   }
-  if (b->completion != PP_COMPLETION_HOST_FUNC) {
-    g_mutex_lock(&b->lock);
-    s->submitted_ns = t0;
-    g_queue_push_tail(&b->pending, GUINT_TO_POINTER(index));
-    if (b->waiter)
-      g_cond_broadcast(&b->wake);
-    g_mutex_unlock(&b->lock);
-  }
+  const pp_pending_frame f = { s->ev_done, s->done_flag, s->signal_seq, last, submitted };
+  pp_cuda_completion_add(b->waiter, index, &f);
   return 0;
+}
+
+/* completion.c saw slot `slot`'s frame done (or failed). */
+static void
+report(void *data, unsigned slot, cudaError_t err)
+{
+  cuda_backend *b = data;
+  const pp_cuda_slot *s = &b->slots[slot];
+  char *msg = NULL;
+  if (err != cudaSuccess)
+    pp_cuda_fail(&msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
+  b->base.complete(b->base.complete_data, slot, err == cudaSuccess ? 0 : -EIO, msg,
+                   err == cudaSuccess && !s->staged_out && !s->timed);
+  g_free(msg);
+}
+
+static int
+cuda_wait(pp_backend *base, unsigned slot, int64_t timeout_ns)
+{
+  return pp_cuda_completion_wait(((cuda_backend *) base)->waiter, slot, timeout_ns);
 }
 
 static int
 cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times *times)
 {
   cuda_backend *b = (cuda_backend *) base;
-  cuda_slot *s = &b->slots[index];
+  pp_cuda_slot *s = &b->slots[index];
   if (s->staged_out)
-    memcpy(job->output, s->staging_out, b->out_bytes);
-  if (s->timed) {
-    float h2d = -1, mlp = -1, d2h = -1, since = -1;
-    if (cudaEventElapsedTime(&h2d, s->ev_start, s->ev_h2d) == cudaSuccess &&
-        cudaEventElapsedTime(&mlp, s->ev_h2d, s->ev_mlp) == cudaSuccess &&
-        cudaEventElapsedTime(&d2h, s->ev_mlp, s->ev_d2h) == cudaSuccess)
-      *times = (pp_stage_times){ .h2d_us = h2d * 1000.0,
-                                 .mlp_us = mlp * 1000.0,
-                                 .d2h_us = d2h * 1000.0 };
-    if (times->h2d_us >= 0 && b->anchor_ns &&
-        cudaEventElapsedTime(&since, b->anchor, s->ev_start) == cudaSuccess) {
-      times->h2d_start_ns = b->anchor_ns + (int64_t) (since * 1e6);
-      times->mlp_start_ns = times->h2d_start_ns + (int64_t) (h2d * 1e6);
-      times->d2h_start_ns = times->mlp_start_ns + (int64_t) (mlp * 1e6);
-    }
+    memcpy(job->output, s->staging_out, s->out_bytes);
+  if (!s->timed)
+    return 0;
+  float h2d = -1, mlp = -1, d2h = -1;
+  if (cudaEventElapsedTime(&h2d, s->ev_start, s->ev_h2d) != cudaSuccess ||
+      cudaEventElapsedTime(&mlp, s->ev_h2d, s->ev_mlp) != cudaSuccess ||
+      cudaEventElapsedTime(&d2h, s->ev_mlp, s->ev_d2h) != cudaSuccess)
+    return 0;
+  *times =
+      (pp_stage_times){ .h2d_us = h2d * 1000.0, .mlp_us = mlp * 1000.0, .d2h_us = d2h * 1000.0 };
+  const int64_t start = pp_gpu_anchor_time(&b->anchor, s->ev_start);
+  if (start) {
+    times->h2d_start_ns = start;
+    times->mlp_start_ns = start + (int64_t) (h2d * 1e6);
+    times->d2h_start_ns = times->mlp_start_ns + (int64_t) (mlp * 1e6);
   }
   return 0;
 }
 
-void
-cuda_slot_sync(cuda_slot *s)
-{
-  cudaStream_t streams[] = { s->stream, s->compute, s->copy_out };
-  for (size_t i = 0; i < G_N_ELEMENTS(streams); i++)
-    if (streams[i])
-      cudaStreamSynchronize(streams[i]);
-}
-
-int
+static int
 cuda_sync(pp_backend *base)
 {
   cuda_backend *b = (cuda_backend *) base;
-  cuda_bind_context(b);
+  pp_cuda_device_bind(&b->device);
   for (unsigned i = 0; i < b->n_slots; i++)
-    cuda_slot_sync(&b->slots[i]);
-  if (b->completion == PP_COMPLETION_CONSUMER)
-    cuda_report_pending(b);
-  g_mutex_lock(&b->lock);
-  while (!g_queue_is_empty(&b->pending))
-    g_cond_wait(&b->wake, &b->lock);
-  g_mutex_unlock(&b->lock);
+    pp_cuda_slot_sync(&b->slots[i]);
+  pp_cuda_completion_drain(b->waiter);
   return 0;
 }
 
@@ -377,8 +372,8 @@ static int
 cuda_poll(pp_backend *base, unsigned index, char **msg)
 {
   cuda_backend *b = (cuda_backend *) base;
-  CUDA_CHECK(cuda_bind_context(b));
-  const cuda_slot *s = &b->slots[index];
+  CUDA_CHECK(pp_cuda_device_bind(&b->device));
+  const pp_cuda_slot *s = &b->slots[index];
   const cudaStream_t streams[] = { s->stream, s->compute, s->copy_out };
   for (size_t i = 0; i < G_N_ELEMENTS(streams); i++) {
     const cudaError_t err = cudaStreamQuery(streams[i]);
@@ -388,62 +383,49 @@ cuda_poll(pp_backend *base, unsigned index, char **msg)
   return 0;
 }
 
+/* An empty kernel on the set-up stream, looked at once: a thread that slept
+ * pays several times more for its next launch than one that launched
+ * recently (docs/PERFORMANCE.md, "Paced frames"). */
+static void
+cuda_warm(pp_backend *base)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  if (pp_cuda_device_bind(&b->device) == cudaSuccess &&
+      pp_cuda_spin(b->device.setup, 0) == cudaSuccess)
+    cudaStreamQuery(b->device.setup);
+}
+
 static const char *
 cuda_describe(pp_backend *base)
 {
-  return ((cuda_backend *) base)->description;
+  return ((cuda_backend *) base)->detail;
 }
 
-/* What open_device() and cuda_backend_new() set up, also on their error path. */
 static void
-free_backend(cuda_backend *b)
+cuda_plan_info(pp_backend *base, pp_plan_info *info)
 {
-  if (b->lt)
-    cublasLtDestroy(b->lt);
-  if (b->anchor)
-    cudaEventDestroy(b->anchor);
-  if (b->anchor_spare)
-    cudaEventDestroy(b->anchor_spare);
-  if (b->setup_stream)
-    cudaStreamDestroy(b->setup_stream);
-  g_mutex_clear(&b->lock);
-  g_cond_clear(&b->wake);
-  g_free(b);
+  cuda_backend *b = (cuda_backend *) base;
+  *info = (pp_plan_info){ b->plan_line, b->plan_source, b->plan_refused, b->startup };
+}
+
+static const char *
+cuda_plan_key(pp_backend *base)
+{
+  return ((cuda_backend *) base)->key;
 }
 
 static void
 cuda_destroy(pp_backend *base)
 {
   cuda_backend *b = (cuda_backend *) base;
-  if (b->trace && b->trace_frames) {
-    const double n = b->trace_frames;
-    g_printerr("pingpong cuda submit, mean µs over %" G_GUINT64_FORMAT " frames: staging %.2f, "
-               "upload %.2f, MLP %.2f, download + completion %.2f, total %.2f [%s]\n",
-               b->trace_frames, b->trace_us[0] / n, b->trace_us[1] / n, b->trace_us[2] / n,
-               b->trace_us[3] / n, b->trace_us[4] / n, b->description);
-  }
-  cuda_bind_context(b);
+  pp_cuda_device_bind(&b->device);
   cuda_sync(base);
-  g_mutex_lock(&b->lock);
-  b->quit = true;
-  g_cond_broadcast(&b->wake);
-  g_mutex_unlock(&b->lock);
-  if (b->waiter)
-    g_thread_join(b->waiter);
-  cuda_free_slots(b);
-  pp_gpu_mlp_free_weights(b);
-  free_backend(b);
-}
-
-/* An empty kernel on the setup stream, looked at once: a thread that slept
- * 33 ms pays 54 µs for its next launch and event record, 7 when it made a
- * launch of its own 200 µs before (tools/cuda-api-cost, H100). */
-static void
-cuda_warm(pp_backend *base)
-{
-  cuda_backend *b = (cuda_backend *) base;
-  if (cuda_bind_context(b) == cudaSuccess && pp_cuda_spin(b->setup_stream, 0) == cudaSuccess)
-    cudaStreamQuery(b->setup_stream);
+  pp_cuda_completion_free(b->waiter);
+  free_configuration(b);
+  pp_gpu_anchor_free(&b->anchor);
+  pp_gpu_weights_free(&b->weights);
+  pp_cuda_device_close(&b->device);
+  g_free(b);
 }
 
 static const pp_backend_ops cuda_ops = {
@@ -457,76 +439,50 @@ static const pp_backend_ops cuda_ops = {
   .poll = cuda_poll,
   .describe = cuda_describe,
   .warm = cuda_warm,
+  .plan_info = cuda_plan_info,
+  .plan_key = cuda_plan_key,
 };
-
-static int
-open_device(cuda_backend *b, int device, void *context, char **msg)
-{
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    *msg = g_strdup_printf("no CUDA device: %s",
-                           err != cudaSuccess ? cudaGetErrorString(err) : "none found");
-    return -ENODEV;
-  }
-  if (device < 0 || device >= count) {
-    *msg = g_strdup_printf("device-id is %d but there %s %d CUDA device%s", device,
-                           count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
-    return -ENODEV;
-  }
-  if (context) {
-    const int rc = adopt_context(b, context, msg);
-    if (rc < 0)
-      return rc;
-  } else {
-    CUDA_CHECK(cudaSetDevice(device));
-    CUDA_CHECK(cudaFree(0)); /* creates the context now, not on the first frame */
-  }
-  CUDA_CHECK(cudaStreamCreateWithFlags(&b->setup_stream, cudaStreamNonBlocking));
-  BLAS_CHECK(cublasLtCreate(&b->lt));
-  int host_pointers = 0;
-  CUDA_CHECK(
-      cudaDeviceGetAttribute(&host_pointers, cudaDevAttrCanUseHostPointerForRegisteredMem, device));
-  b->host_pointers = host_pointers != 0;
-  return 0;
-}
-
-int
-cuda_device_count(void)
-{
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
 
 int
 cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
 {
+  if (opts->completion != PP_COMPLETION_CONSUMER &&
+      opts->completion != PP_COMPLETION_EVENT_THREAD) {
+    *msg = g_strdup("the CUDA backend needs completion resolved to consumer or event-thread");
+    return -EINVAL;
+  }
   cuda_backend *b = g_new0(cuda_backend, 1);
   b->ops = cuda_ops;
   if (opts->completion == PP_COMPLETION_CONSUMER)
     b->ops.wait = cuda_wait;
   b->base.ops = &b->ops;
-  b->device = opts->device_id;
   b->precision = opts->precision;
-  /* Unresolved (pp_completion_resolve), the one that suits any slots. */
-  b->completion =
-      opts->completion == PP_COMPLETION_AUTO ? PP_COMPLETION_EVENT_THREAD : opts->completion;
-  const char *graphs = g_getenv("PINGPONG_CUDA_GRAPHS");
-  b->use_graphs = !graphs || strcmp(graphs, "0") != 0;
-  b->use_signal = g_strcmp0(g_getenv("PINGPONG_CUDA_SIGNAL"), "0") != 0;
-  b->trace = g_strcmp0(g_getenv("PINGPONG_CUDA_TRACE"), "1") == 0;
-  b->quick_tune = g_strcmp0(g_getenv("PINGPONG_CUDA_TUNE"), "quick") == 0;
-  b->timing_period = opts->time_every_frame ? 1 : TIMING_PERIOD;
-  g_mutex_init(&b->lock);
-  g_cond_init(&b->wake);
-  g_queue_init(&b->pending);
-  const int rc = open_device(b, opts->device_id, opts->cuda_context, msg);
+  b->completion = opts->completion;
+  b->time_every_frame = opts->time_every_frame;
+  const int64_t t0 = pp_now_ns();
+  const int rc = pp_cuda_device_open(&b->device, opts->device_id, opts->cuda_context, msg);
   if (rc < 0) {
-    free_backend(b);
+    pp_cuda_device_close(&b->device);
+    g_free(b);
     return rc;
   }
-  if (b->completion == PP_COMPLETION_EVENT_THREAD)
-    b->waiter = g_thread_new("pp-cuda-wait", cuda_waiter_main, b);
+  b->startup.open_ms = ms_since(t0);
+  g_snprintf(b->key, sizeof b->key, "cuda %s cublas=%d abi=%d", b->device.identity, CUBLAS_VERSION,
+             PP_BACKEND_ABI);
+  b->waiter = pp_cuda_completion_new(b->completion, &b->device, report, b);
   *out = &b->base;
   return 0;
+}
+
+/* ---- for the benchmark's timings (bench_timing.c) -------------------------- */
+
+bool
+cuda_backend_parts(pp_backend *base, pp_cuda_parts *parts)
+{
+  cuda_backend *b = (cuda_backend *) base;
+  if (!b->n_slots)
+    return false;
+  *parts = (pp_cuda_parts){ &b->device, &b->weights,  b->exec,   &b->plan,
+                            &b->layout, &b->slots[0], b->n_slots };
+  return true;
 }

@@ -1,52 +1,27 @@
-/* Page-locked host memory for the CUDA backend: the frames' pool (through
- * the module's table) and the slots' own staging. */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "pinned.h"
+
+#include <cuda_runtime_api.h>
 #include <glib.h>
 
-#include "backend_cuda_priv.h"
+#include "check.h"
+#include "driver.h"
 #include "host_memory.h"
 
-/* Pinned memory is registered in, and unregistered from, the primary
- * context, whatever context the calling thread has current: a buffer may
- * be freed on any thread (an application's appsink) and after the
- * pipeline's shared context is gone, and an unregister in another context
- * than the register fails (cudaErrorHostMemoryNotRegistered, seen under
- * compute-sanitizer). Portable registration makes it pinned for every
- * context; mapped, kernels can also read and write it in place
- * (zero-copy, chunks.c). */
-typedef int (*ctx_get_fn)(void **ctx);
-typedef int (*ctx_set_fn)(void *ctx);
-static ctx_get_fn ctx_get_current;
-static ctx_set_fn ctx_set_current;
-
-static void
-find_context_calls(void)
-{
-  static gsize done;
-  if (!g_once_init_enter(&done))
-    return;
-  void *get = NULL, *set = NULL;
-  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 12000, cudaEnableDefault, &found) ==
-          cudaSuccess &&
-      found == cudaDriverEntryPointSuccess &&
-      cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 12000, cudaEnableDefault, &found) ==
-          cudaSuccess &&
-      found == cudaDriverEntryPointSuccess) {
-    ctx_get_current = (ctx_get_fn) get;
-    ctx_set_current = (ctx_set_fn) set;
-  }
-  g_once_init_leave(&done, 1);
-}
-
-/* Leaves the thread with no current context, so the runtime uses its
- * device's primary one; returns what was current, for restore_context. */
+/* Memory is registered in, and unregistered from, the device's primary
+ * context whatever context the calling thread has current: a buffer may be
+ * freed on any thread (an application's appsink) and after a pipeline's
+ * shared context is gone, and an unregister in another context than the
+ * register fails (cudaErrorHostMemoryNotRegistered). The backend runs in
+ * the primary context unless an application gives it another, so this
+ * makes no second context. */
 static void *
 use_primary_context(void)
 {
-  find_context_calls();
+  const pp_cuda_driver *drv = pp_cuda_driver_get();
   void *saved = NULL;
-  if (ctx_get_current && ctx_get_current(&saved) == 0 && saved)
-    ctx_set_current(NULL);
+  if (drv && drv->ctx_get_current(&saved) == 0 && saved)
+    drv->ctx_set_current(NULL);
   return saved;
 }
 
@@ -54,11 +29,11 @@ static void
 restore_context(void *saved)
 {
   if (saved)
-    ctx_set_current(saved);
+    pp_cuda_driver_get()->ctx_set_current(saved);
 }
 
 int
-cuda_host_register(void *ptr, size_t bytes, char **msg)
+pp_pinned_register(void *ptr, size_t bytes, char **msg)
 {
   void *saved = use_primary_context();
   const cudaError_t err =
@@ -68,19 +43,18 @@ cuda_host_register(void *ptr, size_t bytes, char **msg)
 }
 
 void
-cuda_host_unregister(void *ptr)
+pp_pinned_unregister(void *ptr)
 {
   void *saved = use_primary_context();
   cudaHostUnregister(ptr);
   restore_context(saved);
 }
 
-/* A slot's staging memory: mapped like the frames' own (host_memory.h). */
 void *
-cuda_staging_alloc(size_t bytes, char **msg)
+pp_pinned_staging_alloc(size_t bytes, char **msg)
 {
   void *ptr = pp_host_map(bytes, msg);
-  if (ptr && cuda_host_register(ptr, pp_host_mapped_bytes(bytes), msg) < 0) {
+  if (ptr && pp_pinned_register(ptr, pp_host_mapped_bytes(bytes), msg) < 0) {
     pp_host_unmap(ptr, bytes);
     return NULL;
   }
@@ -88,10 +62,10 @@ cuda_staging_alloc(size_t bytes, char **msg)
 }
 
 void
-cuda_staging_free(void *ptr, size_t bytes)
+pp_pinned_staging_free(void *ptr, size_t bytes)
 {
   if (ptr) {
-    cuda_host_unregister(ptr);
+    pp_pinned_unregister(ptr);
     pp_host_unmap(ptr, bytes);
   }
 }

@@ -1,39 +1,32 @@
-/* The MLP's weights on the device, uploaded once per model: as nn.Linear
- * stores them (cuBLAS, the row-dot kernel) and transposed and padded (our
- * GEMMs), with the biases zero-padded. */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "weights.h"
+
+#include <glib.h>
 #include <string.h>
 
-#include "backend_cuda_priv.h"
+#include "check.h"
+#include "cuda_kernels.h"
 
 void
-pp_gpu_mlp_free_weights(cuda_backend *b)
+pp_gpu_weights_free(pp_gpu_weights *w)
 {
-  for (unsigned i = 0; i < b->n_layers; i++) {
-    cuda_layer *l = &b->layers[i];
-    cudaFree(l->w);
-    cudaFree(l->wt);
-    cudaFree(l->b);
-    pp_lt_gemm_destroy(l->lt);
-    pp_lt_gemm_destroy(l->lt_chunk);
-    pp_lt_gemm_destroy(l->lt_split);
-    cudaFree(l->w_split);
-    cudaFree(l->b_split);
+  for (unsigned i = 0; i < w->n_layers; i++) {
+    cudaFree(w->layers[i].w);
+    cudaFree(w->layers[i].wt);
+    cudaFree(w->layers[i].b);
   }
-  memset(b->layers, 0, sizeof b->layers);
-  b->n_layers = 0;
-  b->model_id = 0;
+  memset(w, 0, sizeof *w);
 }
 
-/* Copies `count` floats to a new device buffer of `capacity` floats, the
- * rest zero. */
+/* `count` floats to a new device buffer of `capacity`, the rest zero. */
 static int
-upload(cuda_backend *b, float **dst, const float *src, size_t count, size_t capacity, char **msg)
+upload(float **dst, const float *src, size_t count, size_t capacity, cudaStream_t stream,
+       char **msg)
 {
   CUDA_CHECK(cudaMalloc((void **) dst, capacity * sizeof(float)));
-  CUDA_CHECK(cudaMemsetAsync(*dst, 0, capacity * sizeof(float), b->setup_stream));
+  CUDA_CHECK(cudaMemsetAsync(*dst, 0, capacity * sizeof(float), stream));
   if (src && count)
-    CUDA_CHECK(
-        cudaMemcpyAsync(*dst, src, count * sizeof(float), cudaMemcpyHostToDevice, b->setup_stream));
+    CUDA_CHECK(cudaMemcpyAsync(*dst, src, count * sizeof(float), cudaMemcpyHostToDevice, stream));
   return 0;
 }
 
@@ -49,38 +42,37 @@ transpose_padded(const float *w, uint32_t rows, uint32_t cols, uint32_t ld)
 }
 
 int
-pp_gpu_mlp_load_weights(cuda_backend *b, const pp_model *m, char **msg)
+pp_gpu_weights_upload(pp_gpu_weights *w, const pp_model *m, cudaStream_t stream, char **msg)
 {
-  pp_gpu_mlp_free_weights(b);
-  float *wts[PP_MAX_LAYERS] = { NULL };
+  pp_gpu_weights_free(w);
+  float *transposed[PP_MAX_LAYERS] = { NULL };
   int rc = 0;
-  b->n_layers = m->n_layers;
+  w->n_layers = m->n_layers;
   for (unsigned i = 0; i < m->n_layers && rc == 0; i++) {
     const pp_layer *src = &m->layers[i];
-    cuda_layer *l = &b->layers[i];
-    l->in = src->in;
-    l->out = src->out;
-    l->ldw = pp_cuda_pad4(src->out);
-    l->act = src->act;
-    /* The row-dot kernel reads floats, so never the frame itself. */
-    l->rowdot = i > 0 && i + 1 == m->n_layers && src->out <= PP_ROWDOT_MAX_O;
+    pp_gpu_layer *l = &w->layers[i];
+    *l = (pp_gpu_layer){
+      .in = src->in, .out = src->out, .ldw = pp_cuda_pad4(src->out), .act = src->act
+    };
     const size_t weights = (size_t) src->out * src->in;
-    wts[i] = transpose_padded(src->w, src->out, src->in, l->ldw);
-    rc = upload(b, &l->w, src->w, weights, weights, msg);
+    transposed[i] = transpose_padded(src->w, src->out, src->in, l->ldw);
+    rc = upload(&l->w, src->w, weights, weights, stream, msg);
     if (rc == 0)
-      rc = upload(b, &l->wt, wts[i], (size_t) src->in * l->ldw, (size_t) src->in * l->ldw, msg);
+      rc = upload(&l->wt, transposed[i], (size_t) src->in * l->ldw, (size_t) src->in * l->ldw,
+                  stream, msg);
     if (rc == 0 && src->b)
-      rc = upload(b, &l->b, src->b, src->out, l->ldw, msg);
+      rc = upload(&l->b, src->b, src->out, l->ldw, stream, msg);
   }
-  b->o = m->o;
-  b->ldh = pp_cuda_pad4(pp_model_max_hidden(m));
-  /* The host copies must outlive the asynchronous uploads. */
-  const cudaError_t err = cudaStreamSynchronize(b->setup_stream);
+  w->o = m->o;
+  w->ldh = pp_cuda_pad4(pp_model_max_hidden(m));
+  const cudaError_t err = cudaStreamSynchronize(stream);
   for (unsigned i = 0; i < PP_MAX_LAYERS; i++)
-    g_free(wts[i]);
+    g_free(transposed[i]);
   if (rc == 0 && err != cudaSuccess)
     rc = pp_cuda_fail(msg, "uploading the weights", err, __FILE__, __LINE__);
   if (rc == 0)
-    b->model_id = m->id;
+    w->model_id = m->id;
+  else
+    pp_gpu_weights_free(w);
   return rc;
 }

@@ -122,7 +122,10 @@ reference_x(const GstVideoInfo *info, const uint8_t *frame, int patch, int chann
 static GstHarness *
 harness(const char *caps, const char *properties)
 {
-  g_autofree gchar *desc = g_strdup_printf("cudamlp backend=%s %s", backend_name, properties);
+  /* Under compute-sanitizer every choice is timed once (tools/gpu-check.sh). */
+  const char *tuning = g_getenv("PP_TEST_TUNING");
+  g_autofree gchar *desc = g_strdup_printf("cudamlp backend=%s tuning=%s %s", backend_name,
+                                           tuning ? tuning : "cached", properties);
   GstHarness *h = gst_harness_new_parse(desc);
   gst_harness_set_src_caps_str(h, caps);
   return h;
@@ -339,10 +342,17 @@ test_decodebin_links_without_converter(void **state)
   GstMessage *msg =
       gst_bus_timed_pop_filtered(enc_bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   gst_object_unref(enc_bus);
-  assert_int_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
+  const gboolean made = msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS;
+  if (msg)
+    gst_message_unref(msg);
   gst_element_set_state(enc, GST_STATE_NULL);
   gst_object_unref(enc);
+  /* An encoder that is there but cannot run (a host without libvpx's
+   * library) says nothing about cudamlp. */
+  if (!made) {
+    g_printerr("the VP8 clip could not be made here; skipping\n");
+    skip();
+  }
 
   g_autofree gchar *decode = g_strdup_printf(
       "filesrc location=%s ! decodebin ! cudamlp name=mlp backend=%s mapping=patches "

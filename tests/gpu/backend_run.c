@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the CUDA backend's GPU tests share (backend_run.h). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,8 +103,22 @@ const shape shapes[] = {
 };
 const size_t n_shapes = G_N_ELEMENTS(shapes);
 
+char *
+kernels_line(const pp_model *m, const char *path)
+{
+  if (g_str_equal(path, "fused") || g_str_equal(path, "small"))
+    return g_strdup_printf("kernels=%s", path);
+  GString *line = g_string_new("kernels=");
+  for (unsigned i = 0; i < m->n_layers; i++) {
+    const bool rowdot = i > 0 && i + 1 == m->n_layers && m->layers[i].out <= 32;
+    const char *own = g_str_equal(path, "split") ? (i == 0 ? "split:2" : "cublas") : path;
+    g_string_append_printf(line, "%s%s", i ? "+" : "", rowdot ? "rowdot" : own);
+  }
+  return g_string_free(line, FALSE);
+}
+
 void
-setup_run(run *r, const shape *s, const char *path, pp_completion completion, bool graphs,
+setup_run(run *r, const shape *s, const char *path, const char *extra, pp_completion completion,
           bool pinned, unsigned slots)
 {
   memset(r, 0, sizeof *r);
@@ -129,17 +144,18 @@ setup_run(run *r, const shape *s, const char *path, pp_completion completion, bo
   } else {
     assert_int_equal(pp_model_generate(r->layout.k, s->d, s->o, s->act, &r->model), 0);
   }
-  g_setenv("PINGPONG_CUDA_PATH", path, TRUE);
-  g_setenv("PINGPONG_CUDA_GRAPHS", graphs ? "1" : "0", TRUE);
+  g_autofree char *kernels = *path ? kernels_line(r->model, path) : g_strdup("");
+  g_autofree char *line = g_strdup_printf("%s %s", kernels, extra ? extra : "");
   pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = completion };
   pp_backend *b = NULL;
   if (pp_backend_cuda_new(&opts, &b, &msg) < 0)
     fail_msg("%s", msg);
   r->backend = b;
   r->engine = pp_engine_new(b, NULL, NULL);
-  if (pp_engine_configure(r->engine, r->model, &r->layout, slots, &msg) < 0)
-    fail_msg("%s: %s", s->name, msg);
-  g_unsetenv("PINGPONG_CUDA_PATH");
+  /* Quick (compute-sanitizer): each choice the plan leaves open timed once. */
+  const pp_plan_request request = { g_strstrip(line)[0] ? line : NULL, NULL, quick };
+  if (pp_engine_configure(r->engine, r->model, &r->layout, slots, &request, &msg) < 0)
+    fail_msg("%s [%s]: %s", s->name, line, msg);
 
   test_rng rng;
   test_rng_seed(&rng, seed ^ (uintptr_t) s);
@@ -221,11 +237,11 @@ teardown_run(run *r)
 const char *expect_detail;
 
 void
-run_all(const shape *s, const char *path, pp_completion completion, bool graphs, bool pinned,
+run_all(const shape *s, const char *path, const char *extra, pp_completion completion, bool pinned,
         unsigned slots)
 {
   run r;
-  setup_run(&r, s, path, completion, graphs, pinned, slots);
+  setup_run(&r, s, path, extra, completion, pinned, slots);
   for (int i = 0; i < FRAMES; i++) {
     if (i >= (int) slots)
       pop(&r, i - slots);
@@ -233,12 +249,10 @@ run_all(const shape *s, const char *path, pp_completion completion, bool graphs,
   }
   for (int i = FRAMES - slots; i < FRAMES; i++)
     pop(&r, i);
-  g_autofree char *what = g_strdup_printf("%s path=%s %s%s %s slots=%u [%s]", s->name, path,
-                                          completion == PP_COMPLETION_HOST_FUNC  ? "host-func"
-                                          : completion == PP_COMPLETION_CONSUMER ? "consumer"
-                                                                                 : "event-thread",
-                                          graphs ? " graphs" : "", pinned ? "pinned" : "pageable",
-                                          slots, pp_engine_backend_detail(r.engine));
+  g_autofree char *what =
+      g_strdup_printf("%s path=%s %s %s %s slots=%u [%s]", s->name, path, extra ? extra : "",
+                      completion == PP_COMPLETION_CONSUMER ? "consumer" : "event-thread",
+                      pinned ? "pinned" : "pageable", slots, pp_engine_backend_detail(r.engine));
   check_outputs(&r, what);
   if (expect_detail && !strstr(pp_engine_backend_detail(r.engine), expect_detail))
     fail_msg("%s: expected '%s'", what, expect_detail);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the CUDA backend's GPU tests share: a set of shapes (frame layout
  * and model), and a run of FRAMES frames of one shape through the engine
  * on the CUDA backend, checked against the float64 reference. */
@@ -7,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend_cuda.h"
+#include "backend.h"
 #include "engine.h"
 #include "frame.h"
 #include "model.h"
@@ -46,10 +47,16 @@ typedef struct {
   bool pinned;
 } run;
 
-/* The engine on the CUDA backend with PINGPONG_CUDA_PATH=`path` ("" for
- * autotune), random frames (pinned or not) and poisoned outputs. */
-void setup_run(run *r, const shape *s, const char *path, pp_completion completion, bool graphs,
-               bool pinned, unsigned slots);
+/* The plan line that runs every layer of `m` on `path` (own, own64,
+ * cublas, split; fused or small for the whole MLP): rowdot kept for a last
+ * layer of few outputs, cublas after a split first layer. g_free it. */
+char *kernels_line(const pp_model *m, const char *path);
+
+/* The engine on the CUDA backend, its plan forced to kernels=`path` ("":
+ * tuned) plus `extra` (more of a plan line, or NULL), random frames
+ * (pinned or not) and poisoned outputs. */
+void setup_run(run *r, const shape *s, const char *path, const char *extra,
+               pp_completion completion, bool pinned, unsigned slots);
 /* Frame i in, and the next frame out, which must be frame `expect`. */
 void submit(run *r, int i);
 void pop(run *r, int expect);
@@ -57,10 +64,10 @@ void pop(run *r, int expect);
 void check_outputs(run *r, const char *what);
 void teardown_run(run *r);
 
-/* When set, what the backend's description must say (e.g. "3 chunks"). */
+/* When set, what the backend's description must say (e.g. "frames=chunks:3"). */
 extern const char *expect_detail;
 /* All FRAMES frames through `slots` slots, then the checks. */
-void run_all(const shape *s, const char *path, pp_completion completion, bool graphs, bool pinned,
-             unsigned slots);
+void run_all(const shape *s, const char *path, const char *extra, pp_completion completion,
+             bool pinned, unsigned slots);
 
 #endif

@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <glib.h>
 
-#include "cuda_kernels.h"
+#include "reader.h"
 #include "frame.h"
 #include "model.h"
 #include "testutil.h"

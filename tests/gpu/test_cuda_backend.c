@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine on the CUDA backend: every MLP path, both completion modes,
  * with and without CUDA graphs, pinned and unpinned frames, against the
  * float64 reference; staging counted only for unpinned frames; flush and
- * teardown with work in flight on the GPU. Exits 77 without a device. */
+ * teardown with work in flight on the GPU; plans printed, forced back and
+ * cached. Exits 77 without a device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +15,10 @@
 #include <string.h>
 
 #include "backend_run.h"
+#include "cuda_plan.h"
 #include "testutil.h"
+
+static const pp_completion modes[] = { PP_COMPLETION_EVENT_THREAD, PP_COMPLETION_CONSUMER };
 
 static void
 test_every_path(void **state)
@@ -26,14 +31,14 @@ test_every_path(void **state)
       if ((p == 0 && !(two_layers && shapes[s].o == 1)) || (p == 4 && !two_layers) ||
           (p == 5 && shapes[s].kind == PP_LAYOUT_TENSOR))
         continue;
-      run_all(&shapes[s], paths[p], PP_COMPLETION_HOST_FUNC, true, p % 2 == 0, 2 + p % 2);
+      run_all(&shapes[s], paths[p], "frames=whole", modes[p % 2], p % 2 == 0, 2 + p % 2);
     }
 }
 
 /* Configuring for `layout` (generated weights, D = 30, O = 1) fails with
  * -EINVAL and a message that contains `expected`. */
 static void
-expect_configure_error(const pp_frame_layout *layout, const char *expected)
+expect_configure_error(const pp_frame_layout *layout, const char *forced, const char *expected)
 {
   pp_model *model = NULL;
   char *msg = NULL;
@@ -42,7 +47,8 @@ expect_configure_error(const pp_frame_layout *layout, const char *expected)
   pp_backend *b = NULL;
   assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
   pp_engine *engine = pp_engine_new(b, NULL, NULL);
-  assert_int_equal(pp_engine_configure(engine, model, layout, 2, &msg), -EINVAL);
+  const pp_plan_request request = { forced, NULL, quick };
+  assert_int_equal(pp_engine_configure(engine, model, layout, 2, &request, &msg), -EINVAL);
   if (!strstr(msg, expected))
     fail_msg("configure said '%s', not '%s'", msg, expected);
   g_free(msg);
@@ -50,9 +56,9 @@ expect_configure_error(const pp_frame_layout *layout, const char *expected)
   pp_model_free(model);
 }
 
-/* Frames in chunks (PINGPONG_CUDA_CHUNKS) on every kernel path and every
- * way of reading X, each against the float64 reference: chunk j's rows
- * must read chunk j's bytes and land in chunk j's results. */
+/* Frames in chunks on every kernel path and every way of reading X, each
+ * against the float64 reference: chunk j's rows must read chunk j's bytes
+ * and land in chunk j's results. */
 static void
 test_chunks(void **state)
 {
@@ -70,34 +76,30 @@ test_chunks(void **state)
   };
   /* Quick: rows, patches and tensors; our kernels, cuBLAS and split. */
   static const size_t quick_cases[] = { 0, 6, 8, 2, 16 };
-  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
-                                         PP_COMPLETION_CONSUMER };
   for (size_t n = 0; n < (quick ? G_N_ELEMENTS(quick_cases) : G_N_ELEMENTS(cases)); n++) {
     const size_t i = quick ? quick_cases[n] : n;
-    g_autofree char *count = g_strdup_printf("%u", cases[i].chunks);
-    g_autofree char *detail = g_strdup_printf("%u chunks", cases[i].chunks);
-    g_setenv("PINGPONG_CUDA_CHUNKS", count, TRUE);
+    g_autofree char *extra =
+        g_strdup_printf("frames=chunks:%u graphs=%s", cases[i].chunks, i % 2 == 0 ? "on" : "off");
+    g_autofree char *detail = g_strdup_printf("frames=chunks:%u", cases[i].chunks);
     expect_detail = detail;
-    run_all(&shapes[cases[i].shape], cases[i].path, modes[i % 3], i % 2 == 0, i % 4 < 2, 2 + i % 3);
+    run_all(&shapes[cases[i].shape], cases[i].path, extra, modes[i % 2], i % 4 < 2, 2 + i % 3);
   }
   expect_detail = NULL;
 
   /* A count that does not divide the rows of samples says which do. */
-  g_setenv("PINGPONG_CUDA_CHUNKS", "2", TRUE);
   pp_frame_layout layout;
   char *msg = NULL;
   assert_int_equal(
       pp_layout_for_video(PP_PIXEL_BGR, 45, 31, 136, PP_MAPPING_PATCHES, 6, &layout, &msg), 0);
-  expect_configure_error(&layout,
-                         "PINGPONG_CUDA_CHUNKS=2 does not fit these frames; give one of 1, 5");
-  g_unsetenv("PINGPONG_CUDA_CHUNKS");
+  expect_configure_error(&layout, "frames=chunks:2",
+                         "frames=chunks:2 does not fit these frames; give whole, chunks:5");
 }
 
-/* Frames read in place (PINGPONG_CUDA_ZERO_COPY=1), each against the
- * float64 reference: the whole-MLP kernels read pinned frames and write
- * pinned results over the bus; layer by layer, the first layer reads the
- * frame (our GEMM's gather, cuBLAS's conversion to floats or split's to
- * BF16, or cuBLAS on the floats themselves) and the last writes the results (row-dot or a GEMM), in
+/* Frames read in place, each against the float64 reference: the whole-MLP
+ * kernels read pinned frames and write pinned results over the bus; layer
+ * by layer, the first layer reads the frame (our GEMM's gather, cuBLAS's
+ * conversion to floats or split's to TF32 pieces, or cuBLAS on the floats
+ * themselves) and the last writes the results (row-dot or a GEMM), in
  * models of one to four layers. Pageable frames go through the mapped
  * staging memory. */
 static void
@@ -112,28 +114,24 @@ test_zero_copy(void **state)
     { 0, "own" },   { 1, "own64" }, { 3, "cublas" }, { 4, "own" },   { 5, "cublas" },
     { 6, "own" },   { 2, "split" }, { 6, "split" },
   };
-  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
-                                         PP_COMPLETION_CONSUMER };
-  g_setenv("PINGPONG_CUDA_ZERO_COPY", "1", TRUE);
-  expect_detail = "zero-copy";
+  expect_detail = "frames=in-place";
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
     for (int pinned = 0; pinned < 2; pinned++)
-      run_all(&shapes[cases[i].shape], cases[i].path, modes[(i + pinned) % 3], pinned, pinned,
-              1 + i % 3);
+      run_all(&shapes[cases[i].shape], cases[i].path,
+              pinned ? "frames=in-place graphs=on" : "frames=in-place graphs=off signal=off",
+              modes[(i + pinned) % 2], pinned, 1 + i % 3);
   expect_detail = NULL;
-  g_unsetenv("PINGPONG_CUDA_ZERO_COPY");
 }
 
 static void
 test_completion_modes_and_graphs(void **state)
 {
   (void) state;
-  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
-                                         PP_COMPLETION_CONSUMER };
   for (int graphs = 0; graphs < 2; graphs++)
-    for (int mode = 0; mode < 3; mode++)
+    for (int mode = 0; mode < 2; mode++)
       for (unsigned slots = 1; slots <= 4; slots += 3)
-        run_all(&shapes[0], "own", modes[mode], graphs, graphs == mode % 2, slots);
+        run_all(&shapes[0], "own", graphs ? "graphs=on" : "graphs=off", modes[mode],
+                graphs == mode % 2, slots);
 }
 
 static void
@@ -141,7 +139,78 @@ test_autotune_picks_a_working_path(void **state)
 {
   (void) state;
   for (size_t s = 0; s < n_shapes; s++)
-    run_all(&shapes[s], "", PP_COMPLETION_HOST_FUNC, true, true, 3);
+    run_all(&shapes[s], "", NULL, modes[s % 2], true, 3);
+}
+
+/* The plan as a line: tuned, printed, forced back from the line (the same
+ * plan: the same line), and given as a cached line (used, not tuned); a
+ * cached line cuBLAS cannot run (an algorithm it no longer has) falls back
+ * to tuning and says why. Every run against the float64 reference. */
+static void
+test_plan_lines(void **state)
+{
+  (void) state;
+  for (size_t i = 0; i < n_shapes; i++) {
+    const shape *s = &shapes[i];
+    run r;
+    setup_run(&r, s, "", NULL, PP_COMPLETION_CONSUMER, true, 2);
+    pp_plan_info info;
+    assert_true(pp_engine_plan_info(r.engine, &info));
+    assert_int_equal(info.source, PP_PLAN_TUNED);
+    g_autofree char *tuned = g_strdup(info.line);
+    print_message("%s: %s (configure %.1f ms: open %.1f, library %.1f, alloc %.1f, weights %.1f, "
+                  "plan %.1f, graphs %.1f)\n",
+                  s->name, tuned, info.startup.configure_ms, info.startup.open_ms,
+                  info.startup.library_ms, info.startup.alloc_ms, info.startup.weights_ms,
+                  info.startup.plan_ms, info.startup.graphs_ms);
+    char *msg = NULL;
+    /* Forced from its own line: the same plan. */
+    const pp_plan_request forced = { tuned, NULL, false };
+    if (pp_engine_configure(r.engine, r.model, &r.layout, 2, &forced, &msg) < 0)
+      fail_msg("%s: forcing %s: %s", s->name, tuned, msg);
+    assert_true(pp_engine_plan_info(r.engine, &info));
+    assert_string_equal(info.line, tuned);
+    assert_int_equal(info.source, PP_PLAN_FORCED);
+    /* Cached: used as it is, the plan step a check. */
+    const pp_plan_request cached = { NULL, tuned, false };
+    assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &cached, &msg), 0);
+    assert_true(pp_engine_plan_info(r.engine, &info));
+    assert_int_equal(info.source, PP_PLAN_CACHED);
+    assert_string_equal(info.line, tuned);
+    print_message("%s: cached configure %.1f ms (plan %.1f)\n", s->name, info.startup.configure_ms,
+                  info.startup.plan_ms);
+    for (int f = 0; f < FRAMES; f++) {
+      if (f >= 2)
+        pop(&r, f - 2);
+      submit(&r, f);
+    }
+    pop(&r, FRAMES - 2);
+    pop(&r, FRAMES - 1);
+    check_outputs(&r, "a cached plan");
+    teardown_run(&r);
+  }
+  /* A cached line whose cuBLAS algorithm this cuBLAS lacks: tuned again. */
+  run r;
+  setup_run(&r, &shapes[0], "cublas", "frames=whole", PP_COMPLETION_CONSUMER, true, 2);
+  pp_plan_info info;
+  assert_true(pp_engine_plan_info(r.engine, &info));
+  g_autofree char *stale = g_strdup_printf("%s gemm0=id100000", info.line);
+  char *msg = NULL;
+  const pp_plan_request cached = { NULL, stale, false };
+  assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &cached, &msg), 0);
+  assert_true(pp_engine_plan_info(r.engine, &info));
+  assert_int_equal(info.source, PP_PLAN_TUNED);
+  assert_non_null(info.refused);
+  print_message("a stale cached plan: %s\n", info.refused);
+  for (int f = 0; f < FRAMES; f++) {
+    if (f >= 2)
+      pop(&r, f - 2);
+    submit(&r, f);
+  }
+  pop(&r, FRAMES - 2);
+  pop(&r, FRAMES - 1);
+  check_outputs(&r, "after a stale cached plan");
+  teardown_run(&r);
 }
 
 /* Flush and teardown while the GPU still works on frames. */
@@ -149,11 +218,9 @@ static void
 test_flush_and_teardown_in_flight(void **state)
 {
   (void) state;
-  static const pp_completion modes[] = { PP_COMPLETION_HOST_FUNC, PP_COMPLETION_EVENT_THREAD,
-                                         PP_COMPLETION_CONSUMER };
-  for (int mode = 0; mode < 3; mode++) {
+  for (int mode = 0; mode < 2; mode++) {
     run r;
-    setup_run(&r, &shapes[3], "own", modes[mode], true, true, 4);
+    setup_run(&r, &shapes[3], "own", NULL, modes[mode], true, 4);
     for (int i = 0; i < 4; i++)
       submit(&r, i);
     pp_engine_set_flushing(r.engine, true);
@@ -177,27 +244,20 @@ static void
 test_device_errors(void **state)
 {
   (void) state;
-  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .device_id = 99 };
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA,
+                              .device_id = 99,
+                              .completion = PP_COMPLETION_CONSUMER };
   pp_backend *b = NULL;
   char *msg = NULL;
   assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), -ENODEV);
   assert_non_null(strstr(msg, "device-id is 99"));
   g_free(msg);
   msg = NULL;
-  g_setenv("PINGPONG_CUDA_PATH", "fused", TRUE);
-  opts.device_id = 0;
-  assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
-  pp_engine *e = pp_engine_new(b, NULL, NULL);
   pp_frame_layout layout;
-  pp_model *m = NULL;
   assert_int_equal(pp_layout_for_tensor(8, 8, &layout, &msg), 0);
-  assert_int_equal(pp_model_generate(8, 300, 1, PP_HIDDEN_NONE, &m), 0);
-  assert_int_equal(pp_engine_configure(e, m, &layout, 2, &msg), -EINVAL); /* D=300 > 256 */
-  assert_non_null(strstr(msg, "does not fit"));
-  g_free(msg);
-  g_unsetenv("PINGPONG_CUDA_PATH");
-  pp_engine_free(e);
-  pp_model_free(m);
+  expect_configure_error(&layout, "kernels=own+own+own", "names 3 layers for a model of 2");
+  expect_configure_error(&layout, "kernels=split:2+rowdot",
+                         "layer 0 cannot run on split"); /* tensors are floats, not bytes */
 }
 
 int
@@ -213,6 +273,7 @@ main(void)
     cmocka_unit_test(test_chunks),
     cmocka_unit_test(test_zero_copy),
     cmocka_unit_test(test_autotune_picks_a_working_path),
+    cmocka_unit_test(test_plan_lines),
     cmocka_unit_test(test_flush_and_teardown_in_flight),
     cmocka_unit_test(test_device_errors),
   };

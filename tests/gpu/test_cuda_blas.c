@@ -1,20 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The cuBLAS paths against a float64 CPU reference on fresh random inputs,
- * outputs poisoned with NaN first: cuBLASLt's GEMM with its epilogues
- * (FP32 and TF32), FP32 from TF32 tensor cores on a frame's bytes
- * (split_tf32.cu), and the plain-cuBLAS reference MLP the benchmark checks
- * against.
+ * outputs poisoned with NaN first: the cuBLASLt module's GEMM with its
+ * epilogues (FP32 and TF32) on every algorithm the heuristic offers, each
+ * rebuilt from the attributes a plan line keeps; FP32 from TF32 tensor
+ * cores on a frame's bytes (split_tf32.cu); and the plain-cuBLAS reference
+ * MLP the benchmark checks against.
  *
  * Bounds as in test_cuda_kernels.c: 1e-5 for FP32 (and two TF32 pieces),
  * 1e-3 for TF32 (and one). Exits 77 without a CUDA device. PP_GPU_QUICK=1
  * (set under compute-sanitizer) keeps only the small shapes. */
-#include <cublasLt.h>
 #include <math.h>
 #include <string.h>
 
 #include "cpu_mlp.h"
 #include "cublas_reference.h"
-#include "gemm_cublaslt.h"
 #include "kernel_check.h"
+#include "lt_table.h"
+
+/* The module's table, linked in (libpingpong-cublaslt.so's one symbol). */
+const pp_lt_table *pp_lt_module_entry(void);
 
 #define TF32_REL_TOL 1e-3
 
@@ -24,9 +28,25 @@ static const pp_act ID = { PP_ACT_IDENTITY, 0.0f }, RELU = { PP_ACT_RELU, 0.0f }
 
 /* ---- cuBLAS paths ------------------------------------------------------------------ */
 
+/* The GEMM of `shape` with `algo` on x and w into c, then any activation
+ * the epilogue does not have, as the executor runs it. */
 static void
-check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n, pp_act act,
-         bool tf32)
+run_gemm(const pp_lt_table *lt, void *handle, const pp_lt_shape *shape, const pp_gemm_algo *algo,
+         pp_act act, const void *x, const void *w, float *c, void *workspace)
+{
+  pp_lt_gemm *g = NULL;
+  assert_int_equal(lt->plan(handle, shape, algo, &g), 0);
+  assert_int_equal(lt->run(g, kc_stream, x, w, c, workspace), 0);
+  if (act.kind != PP_ACT_RELU && act.kind != PP_ACT_IDENTITY)
+    CHECK_CUDA(pp_cuda_bias_act(kc_stream, c, shape->m, shape->n, shape->ldc, NULL, act));
+  lt->free(g);
+}
+
+/* Every candidate the heuristic offers (the first under quick), each as
+ * its attributes rebuild it, against the float64 reference. */
+static void
+check_lt(test_rng *rng, const pp_lt_table *lt, void *handle, uint32_t m, uint32_t k, uint32_t n,
+         pp_act act, bool tf32)
 {
   float *x = g_new(float, (size_t) m *k), *w = g_new(float, (size_t) n *k), *b = g_new(float, n);
   test_rng_fill_floats(rng, x, (size_t) m * k, -1, 1);
@@ -37,27 +57,42 @@ check_lt(test_rng *rng, cublasLtHandle_t lt, uint32_t m, uint32_t k, uint32_t n,
   float *d_b = device_copy(b, n * sizeof(float));
   const uint32_t ldc = pp_cuda_pad4(n);
   float *d_c = device_poisoned((size_t) m * ldc);
-  void *ws = device_copy(NULL, 32u << 20);
-  pp_lt_gemm *g = NULL;
-  assert_int_equal(pp_lt_gemm_plan(lt, m, k, n, k, ldc, d_b, act, tf32 ? PP_LT_TF32 : PP_LT_FP32,
-                                   32u << 20, kc_stream, quick ? 0 : PP_LT_TUNE_REPS, d_x, d_w, d_c,
-                                   ws, &g),
-                   CUBLAS_STATUS_SUCCESS);
-  CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * ldc * sizeof(float), kc_stream));
-  assert_int_equal(pp_lt_gemm_run(g, kc_stream, d_x, d_w, d_c, ws), CUBLAS_STATUS_SUCCESS);
-  float *c = host_result(d_c, (size_t) m * ldc);
-  float *packed = g_new(float, (size_t) m *n);
-  for (uint32_t r = 0; r < m; r++)
-    memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
+  void *ws = device_copy(NULL, PP_LT_WORKSPACE_BYTES);
+  const pp_lt_shape shape = { m, k, n, k, ldc, d_b, act.kind == PP_ACT_RELU, tf32 };
+  pp_gemm_algo algos[PP_LT_MAX_CANDIDATES];
+  int found = 0;
+  assert_int_equal(lt->candidates(handle, &shape, algos, PP_LT_MAX_CANDIDATES, &found), 0);
+  assert_true(found > 0);
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
   reference_linear(x, m, k, w, b, n, act, ref, mag);
-  g_autofree char *what =
-      g_strdup_printf("cublaslt %u×%u×%u act%d %s", m, k, n, act.kind, tf32 ? "tf32" : "fp32");
-  expect_close(what, packed, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
-               tf32 ? TF32_REL_TOL : PP_FP32_REL_TOL);
-  pp_lt_gemm_destroy(g);
-  g_free(x), g_free(w), g_free(b), g_free(c), g_free(packed), g_free(ref), g_free(mag);
+  float *packed = g_new(float, (size_t) m *n);
+  for (int i = 0; i < (quick ? 1 : found); i++) {
+    CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * ldc * sizeof(float), kc_stream));
+    run_gemm(lt, handle, &shape, &algos[i], act, d_x, d_w, d_c, ws);
+    float *c = host_result(d_c, (size_t) m * ldc);
+    for (uint32_t r = 0; r < m; r++)
+      memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
+    g_autofree char *what =
+        g_strdup_printf("cublaslt %u×%u×%u act%d %s algorithm %d of %d (id %d)", m, k, n, act.kind,
+                        tf32 ? "tf32" : "fp32", i + 1, found, algos[i].id);
+    expect_close(what, packed, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
+                 tf32 ? TF32_REL_TOL : PP_FP32_REL_TOL);
+    g_free(c);
+  }
+  g_free(x), g_free(w), g_free(b), g_free(packed), g_free(ref), g_free(mag);
   cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_c), cudaFree(ws);
+}
+
+/* An algorithm cuBLAS does not have is refused at plan time: what makes a
+ * stale cached plan fall back to tuning. */
+static void
+check_unknown_algo(const pp_lt_table *lt, void *handle)
+{
+  const pp_lt_shape shape = { 64, 64, 64, 64, 64, NULL, false, false };
+  const pp_gemm_algo bogus = { .id = 100000, .splitk = 1 };
+  pp_lt_gemm *g = NULL;
+  assert_int_not_equal(lt->plan(handle, &shape, &bogus, &g), 0);
+  assert_null(g);
 }
 
 static void
@@ -66,15 +101,17 @@ test_cublas_paths(void **state)
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 4);
-  cublasLtHandle_t lt;
-  assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
-  check_lt(&rng, lt, 1000, 777, 300, ID, false);
-  check_lt(&rng, lt, 1000, 777, 7, RELU, false);
-  check_lt(&rng, lt, 1000, 777, 300, ID, true);
+  const pp_lt_table *lt = pp_lt_module_entry();
+  void *handle = NULL;
+  assert_int_equal(lt->create(&handle), 0);
+  check_lt(&rng, lt, handle, 1000, 777, 300, ID, false);
+  check_lt(&rng, lt, handle, 1000, 777, 7, RELU, false);
+  check_lt(&rng, lt, handle, 1000, 777, 300, ID, true);
   /* Activations without an epilogue of their own run after it. */
-  check_lt(&rng, lt, 500, 99, 37, (pp_act){ PP_ACT_GELU, 0 }, false);
-  check_lt(&rng, lt, 500, 99, 37, (pp_act){ PP_ACT_LEAKY_RELU, 0.1f }, false);
-  cublasLtDestroy(lt);
+  check_lt(&rng, lt, handle, 500, 99, 37, (pp_act){ PP_ACT_GELU, 0 }, false);
+  check_lt(&rng, lt, handle, 500, 99, 37, (pp_act){ PP_ACT_LEAKY_RELU, 0.1f }, false);
+  check_unknown_algo(lt, handle);
+  lt->destroy(handle);
 
   /* The plain-cuBLAS reference MLP, against the CPU. */
   cublasHandle_t blas;
@@ -127,9 +164,9 @@ test_cublas_paths(void **state)
  * layer's size (±0.2, ±0.5); against the float64 reference, FP32's bound
  * with two pieces and TF32's with one. */
 static void
-check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_format format,
-            pp_layout_kind kind, uint32_t m, uint32_t k, uint32_t n, uint32_t patch, pp_act act,
-            unsigned pieces)
+check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name,
+            pp_pixel_format format, pp_layout_kind kind, uint32_t m, uint32_t k, uint32_t n,
+            uint32_t patch, pp_act act, unsigned pieces)
 {
   input in = make_input(rng, kind, format, m, k, patch);
   m = in.layout.n;
@@ -144,16 +181,16 @@ check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_forma
   float *d_bs = device_poisoned(n);
   float *d_xs = device_poisoned((size_t) m * ld);
   float *d_c = device_poisoned((size_t) m * n);
-  void *ws = device_copy(NULL, 32u << 20);
+  void *ws = device_copy(NULL, PP_LT_WORKSPACE_BYTES);
   CHECK_CUDA(
       pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, in.a.scale, in.a.bias, d_b, d_ws, d_bs));
   CHECK_CUDA(pp_cuda_split_convert(kc_stream, &in.a, m, k, pieces, d_xs));
-  pp_lt_gemm *g = NULL;
-  assert_int_equal(pp_lt_gemm_plan(lt, m, ld, n, ld, n, d_bs, act, PP_LT_TF32, 32u << 20, kc_stream,
-                                   quick ? 0 : PP_LT_TUNE_REPS, d_xs, d_ws, d_c, ws, &g),
-                   CUBLAS_STATUS_SUCCESS);
+  const pp_lt_shape shape = { m, ld, n, ld, n, d_bs, act.kind == PP_ACT_RELU, true };
+  pp_gemm_algo algo;
+  int found = 0;
+  assert_int_equal(lt->candidates(handle, &shape, &algo, 1, &found), 0);
   CHECK_CUDA(cudaMemsetAsync(d_c, 0xFF, (size_t) m * n * sizeof(float), kc_stream));
-  assert_int_equal(pp_lt_gemm_run(g, kc_stream, d_xs, d_ws, d_c, ws), CUBLAS_STATUS_SUCCESS);
+  run_gemm(lt, handle, &shape, &algo, act, d_xs, d_ws, d_c, ws);
   float *c = host_result(d_c, (size_t) m * n);
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
   reference_linear(in.x, m, k, w, b, n, act, ref, mag);
@@ -161,7 +198,6 @@ check_split(test_rng *rng, cublasLtHandle_t lt, const char *name, pp_pixel_forma
       g_strdup_printf("tf32 ×%u %s %u×%u×%u act%d", pieces, name, m, k, n, act.kind);
   expect_close(what, c, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
                pieces >= 2 ? PP_FP32_REL_TOL : TF32_REL_TOL);
-  pp_lt_gemm_destroy(g);
   g_free(w), g_free(b), g_free(c), g_free(ref), g_free(mag);
   cudaFree(d_w), cudaFree(d_b), cudaFree(d_ws), cudaFree(d_bs), cudaFree(d_xs), cudaFree(d_c);
   cudaFree(ws);
@@ -174,25 +210,26 @@ test_split_tf32(void **state)
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 6);
-  cublasLtHandle_t lt;
-  assert_int_equal(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  const pp_lt_table *lt = pp_lt_module_entry();
+  void *handle = NULL;
+  assert_int_equal(lt->create(&handle), 0);
   for (unsigned pieces = 1; pieces <= 2; pieces++) {
     /* K a multiple of no 8 (padding), gathers, and a ReLU. */
-    check_split(&rng, lt, "gray8 rows", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 300, 777, 129, 0, ID,
-                pieces);
-    check_split(&rng, lt, "bgr patches (gather)", PP_PIXEL_BGR, PP_LAYOUT_PATCHES, 300, 0, 33, 7,
-                RELU, pieces);
-    check_split(&rng, lt, "rgb patches (u8x4)", PP_PIXEL_RGB, PP_LAYOUT_PATCHES, 200, 0, 64, 8,
-                RELU, pieces);
+    check_split(&rng, lt, handle, "gray8 rows", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 300, 777, 129, 0,
+                ID, pieces);
+    check_split(&rng, lt, handle, "bgr patches (gather)", PP_PIXEL_BGR, PP_LAYOUT_PATCHES, 300, 0,
+                33, 7, RELU, pieces);
+    check_split(&rng, lt, handle, "rgb patches (u8x4)", PP_PIXEL_RGB, PP_LAYOUT_PATCHES, 200, 0, 64,
+                8, RELU, pieces);
     if (!quick)
-      check_split(&rng, lt, "seed layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 1024, 1024, 1024, 0,
-                  RELU, pieces);
+      check_split(&rng, lt, handle, "seed layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 1024, 1024,
+                  1024, 0, RELU, pieces);
   }
   /* Only bytes split exactly. */
   const pp_cuda_a floats = { .kind = PP_A_F32, .data = (void *) 16, .ld = 4 };
   assert_int_equal(pp_cuda_split_convert(kc_stream, &floats, 1, 4, 2, (void *) 16),
                    cudaErrorInvalidValue);
-  cublasLtDestroy(lt);
+  lt->destroy(handle);
 }
 
 int

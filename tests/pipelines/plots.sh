@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export GST_PLUGIN_PATH=$build/plugins
-"$build/tools/pingpong-bench" --backend cpu --workloads tiny --slots 1,2,3 --frames 48 --warmup 8 \
+"$build/bench/pingpong-bench" --backend cpu --workloads tiny --slots 1,2,3 --frames 48 --warmup 8 \
   --repeats 1 --trace "$out/traces" > "$out/bench.md"
 cat "$out/bench.md"
 "$python" "$root/tools/pingpong-plots" --bench "$out/bench.md" --trace "$out/traces/tiny-slots3.json" \

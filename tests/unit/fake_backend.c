@@ -50,9 +50,10 @@ fake_thread(gpointer data)
 }
 
 static int
-fake_configure(pp_backend *b, const pp_model *m, const pp_frame_layout *l, unsigned n, char **msg)
+fake_configure(pp_backend *b, const pp_model *m, const pp_frame_layout *l, unsigned n,
+               const pp_plan_request *request, char **msg)
 {
-  (void) b, (void) m, (void) l, (void) n, (void) msg;
+  (void) b, (void) m, (void) l, (void) n, (void) request, (void) msg;
   return 0;
 }
 

@@ -48,7 +48,7 @@ rig_open(spread_rig *r, unsigned n_parts, unsigned slots, bool hold)
   pp_frame_layout layout;
   pp_model model = { .k = 1, .o = 1, .n_layers = 1, .layers = { { .in = 1, .out = 1 } } };
   assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
-  assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, &msg), 0);
+  assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, NULL, &msg), 0);
 }
 
 static int
@@ -151,7 +151,7 @@ test_too_few_slots(void **state)
   pp_frame_layout layout;
   pp_model model = { .k = 1, .o = 1, .n_layers = 1, .layers = { { .in = 1, .out = 1 } } };
   assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
-  assert_int_equal(multi->ops->configure(multi, &model, &layout, 2, &msg), -EINVAL);
+  assert_int_equal(multi->ops->configure(multi, &model, &layout, 2, NULL, &msg), -EINVAL);
   assert_non_null(strstr(msg, "set slots to at least 3"));
   g_free(msg);
   multi->ops->destroy(multi);

@@ -56,7 +56,7 @@ rig_new_reporting(unsigned slots, bool hold, bool consumer)
   pp_model model = { .k = 1, .o = 1, .n_layers = 1, .layers = { { .in = 1, .out = 1 } } };
   char *msg = NULL;
   assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
-  assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, &msg), 0);
+  assert_int_equal(pp_engine_configure(r->engine, &model, &layout, slots, NULL, &msg), 0);
   return r;
 }
 
@@ -433,10 +433,9 @@ test_paced_consumer(void **state)
   expect_frame(r, 1231);
   rig_free(r);
 
-  /* PINGPONG_PREWAKE=0: the producer submits every frame. */
-  g_setenv("PINGPONG_PREWAKE", "0", TRUE);
+  /* Pre-wake off: the producer submits every frame. */
   r = rig_new_reporting(2, false, true);
-  g_unsetenv("PINGPONG_PREWAKE");
+  pp_engine_set_prewake(r->engine, false);
   paced_args off = { r, 0, 30, 1000, 0, false, 0 };
   p = g_thread_new("paced", paced_producer, &off);
   for (unsigned seq = 0; seq < 30; seq++)
@@ -514,7 +513,7 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
       pp_layout_for_video(PP_PIXEL_RGB, w, h, stride, PP_MAPPING_ROWS, 0, &layout, &msg), 0);
   pp_model *model = NULL;
   assert_int_equal(pp_model_generate(layout.k, d, o, act, &model), 0);
-  assert_int_equal(pp_engine_configure(engine, model, &layout, slots, &msg), 0);
+  assert_int_equal(pp_engine_configure(engine, model, &layout, slots, NULL, &msg), 0);
 
   enum { FRAMES = 12 };
   uint8_t *frames[FRAMES];
@@ -564,17 +563,14 @@ check_cpu_backend(uint32_t w, uint32_t h, uint32_t d, uint32_t o, pp_hidden_acti
   pp_model_free(model);
 }
 
-/* completion=auto: the consumer, whatever the slots; the other values stay
- * as they are. */
+/* completion=auto: the consumer; the other values stay as they are. */
 static void
 test_completion_auto(void **state)
 {
   (void) state;
-  for (unsigned slots = 1; slots <= PP_MAX_SLOTS; slots++) {
-    assert_int_equal(pp_completion_resolve(PP_COMPLETION_AUTO, slots), PP_COMPLETION_CONSUMER);
-    for (int c = PP_COMPLETION_HOST_FUNC; c < PP_COMPLETION_AUTO; c++)
-      assert_int_equal(pp_completion_resolve((pp_completion) c, slots), c);
-  }
+  assert_int_equal(pp_completion_resolve(PP_COMPLETION_AUTO), PP_COMPLETION_CONSUMER);
+  for (int c = PP_COMPLETION_EVENT_THREAD; c < PP_COMPLETION_AUTO; c++)
+    assert_int_equal(pp_completion_resolve((pp_completion) c), c);
 }
 
 static void

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "bench_timing.h"
+
+#include <errno.h>
+#include <glib.h>
+
+#include "check.h"
+#include "cuda_backend.h"
+#include "gpu_timer.h"
+#include "planner_steps.h"
+
+typedef struct {
+  const pp_cuda_parts *parts;
+  int stage; /* 0 upload, 1 MLP, 2 download */
+  const void *input;
+  float *output;
+} stage_run;
+
+static int
+run_stage(void *data, cudaStream_t stream, char **msg)
+{
+  const stage_run *r = data;
+  pp_cuda_slot *s = r->parts->slot;
+  if (r->stage == 0) {
+    CUDA_CHECK(cudaMemcpyAsync(s->d_in, r->input, s->frame_bytes, cudaMemcpyHostToDevice, stream));
+    return 0;
+  }
+  if (r->stage == 2) {
+    CUDA_CHECK(
+        cudaMemcpyAsync(r->output, s->buf.d_out, s->out_bytes, cudaMemcpyDeviceToHost, stream));
+    return 0;
+  }
+  const pp_mlp_rows whole = { 0, r->parts->layout->n, NULL, NULL, 0 };
+  return pp_mlp_exec_run(r->parts->exec, r->parts->plan, &s->buf, &whole, stream, msg);
+}
+
+/* Configured, bound, nothing else running. */
+static int
+ready(pp_backend *b, unsigned reps, pp_cuda_parts *parts, char **msg)
+{
+  if (!cuda_backend_parts(b, parts) || reps == 0) {
+    *msg = g_strdup("the backend is not configured");
+    return -EINVAL;
+  }
+  CUDA_CHECK(pp_cuda_device_bind(parts->device));
+  b->ops->sync(b);
+  return 0;
+}
+
+int
+cuda_bench_time_stages(pp_backend *b, const void *input, float *output, unsigned reps,
+                       pp_cuda_stage_times *out, char **msg)
+{
+  pp_cuda_parts parts;
+  int rc = ready(b, reps, &parts, msg);
+  double *stages[] = { &out->h2d_us, &out->mlp_us, &out->d2h_us };
+  for (int i = 0; i < 3 && rc == 0; i++) {
+    stage_run r = { &parts, i, input, output };
+    rc = pp_gpu_time_work(parts.slot->stream, run_stage, &r, 2, reps, stages[i], msg);
+  }
+  return rc;
+}
+
+/* Every layer on `path` (a whole-MLP path: that kernel), rowdot kept for
+ * the layer it is for; cuBLAS's algorithms tuned. */
+static int
+time_path(const pp_planner *p, const pp_cuda_plan *plan, pp_cuda_path path, double *us, char **msg)
+{
+  pp_cuda_plan forced = *plan;
+  forced.frames = PP_FRAMES_WHOLE;
+  forced.whole = path == PP_PATH_FUSED || path == PP_PATH_SMALL ? path : PP_N_PATHS;
+  if (forced.whole == PP_PATH_SMALL) {
+    *us = -1;
+    for (unsigned rows = 1; rows <= 8; rows *= 2) {
+      forced.small_rows = rows;
+      double t;
+      const int rc = pp_planner_time_mlp(p, &forced, &t, msg);
+      if (rc < 0)
+        return rc;
+      *us = *us < 0 || t < *us ? t : *us;
+    }
+    return 0;
+  }
+  for (unsigned i = 0; forced.whole == PP_N_PATHS && i < forced.n_layers; i++) {
+    pp_layer_plan *l = &forced.layers[i];
+    const pp_cuda_path own = path == PP_PATH_SPLIT && i > 0 ? PP_PATH_CUBLAS : path;
+    if (l->path == PP_PATH_ROWDOT)
+      continue;
+    *l = (pp_layer_plan){ .path = own, .pieces = p->pieces };
+    double t;
+    const int rc = own == PP_PATH_CUBLAS || own == PP_PATH_SPLIT
+                       ? pp_planner_tune_gemm(p, &forced, i, p->layout->n, &t, msg)
+                       : 0;
+    if (rc < 0)
+      return rc;
+  }
+  return pp_planner_time_mlp(p, &forced, us, msg);
+}
+
+static bool
+path_fits(const pp_cuda_parts *parts, pp_cuda_path path)
+{
+  if (path == PP_PATH_ROWDOT)
+    return false;
+  if (path == PP_PATH_FUSED || path == PP_PATH_SMALL)
+    return pp_mlp_exec_fits(parts->exec, path, 0);
+  return pp_mlp_exec_fits(parts->exec, path, 0) || path == PP_PATH_CUBLAS;
+}
+
+int
+cuda_bench_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg)
+{
+  pp_cuda_parts parts;
+  int rc = ready(b, reps, &parts, msg);
+  if (rc < 0)
+    return rc;
+  unsigned pieces = 2;
+  for (unsigned i = 0; i < parts.plan->n_layers; i++)
+    if (parts.plan->layers[i].path == PP_PATH_SPLIT)
+      pieces = parts.plan->layers[i].pieces;
+  const pp_planner p = { .exec = parts.exec,
+                         .weights = parts.weights,
+                         .layout = parts.layout,
+                         .slot = parts.slot,
+                         .n_slots = parts.n_slots,
+                         .pieces = pieces,
+                         .completion = parts.plan->completion };
+  (void) reps;
+  for (int path = 0; path < PP_N_PATHS && rc == 0; path++) {
+    us[path] = -1;
+    if (!path_fits(&parts, path))
+      continue;
+    char *why = NULL;
+    if (time_path(&p, parts.plan, path, &us[path], &why) < 0) {
+      us[path] = -1;
+      g_free(why);
+    }
+  }
+  /* The backend's own plan again, and slot 0's graphs for it. */
+  rc = pp_mlp_exec_prepare(parts.exec, parts.plan, msg);
+  char *why = NULL;
+  if (rc == 0 &&
+      pp_cuda_slot_capture(parts.slot, parts.exec, parts.plan, parts.layout->n, &why) < 0)
+    g_free(why);
+  return rc;
+}

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The MLP executor (mlp_exec.h): each layer's kernels for a plan. Our GEMM
+ * with the bias and activation in its epilogue; cuBLASLt with its
+ * bias/ReLU epilogue (our bias_act kernel after it for other activations,
+ * our conversion kernel before a first layer of bytes); the split path's
+ * exact TF32 pieces; the row-dot kernel for a last layer of few outputs; or
+ * one kernel for a whole two-layer MLP. */
+#include "mlp_exec.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <string.h>
+
+#include "check.h"
+#include "lt_loader.h"
+#include "reader.h"
+
+/* A layer's cuBLASLt GEMMs: over a whole frame, and over a chunk's rows. */
+typedef struct {
+  pp_lt_gemm *whole, *chunk;
+  pp_cuda_path path; /* what they were planned for: cublas or split */
+  unsigned pieces;
+  uint32_t chunk_rows;
+} layer_gemms;
+
+struct pp_mlp_exec {
+  const pp_gpu_weights *w;
+  pp_frame_layout layout;
+  cudaStream_t setup;
+  int32_t *h_koff, *d_koff; /* the reader's per-K offsets (frames of bytes) */
+  pp_cuda_a reader;         /* at frame NULL: its kind and steps */
+  pp_fused_tile fused_tile;
+  const pp_lt_table *lt;
+  void *lt_handle;
+  layer_gemms gemms[PP_MAX_LAYERS];
+  /* Layer 0 on split: W in `split_pieces` TF32 pieces with the frame's
+   * scale folded in, and the bias the centring moves it by. */
+  void *w_split;
+  float *b_split;
+  unsigned split_pieces;
+  bool tf32; /* cuBLAS layers on TF32 tensor cores (precision=tf32) */
+};
+
+static bool
+reads_bytes(const pp_mlp_exec *e)
+{
+  return e->reader.kind == PP_A_U8_VEC4 || e->reader.kind == PP_A_U8_GATHER;
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+int
+pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, bool tf32,
+                cudaStream_t setup, pp_mlp_exec **out, char **msg)
+{
+  if (layout->k != w->layers[0].in) {
+    *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, w->layers[0].in);
+    return -EINVAL;
+  }
+  pp_mlp_exec *e = g_new0(pp_mlp_exec, 1);
+  e->w = w;
+  e->layout = *layout;
+  e->setup = setup;
+  e->tf32 = tf32;
+  e->fused_tile = w->n_layers == 2 ? pp_cuda_fused_tile_for(w->layers[0].out) : PP_N_FUSED_TILES;
+  int rc = 0;
+  if (layout->kind != PP_LAYOUT_TENSOR) {
+    e->h_koff = g_new(int32_t, layout->k);
+    pp_cuda_k_offsets(layout, e->h_koff);
+    cudaError_t err = cudaMalloc((void **) &e->d_koff, layout->k * sizeof(int32_t));
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(e->d_koff, e->h_koff, layout->k * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, setup);
+    if (err == cudaSuccess)
+      err = cudaStreamSynchronize(setup);
+    if (err != cudaSuccess)
+      rc = pp_cuda_fail(msg, "uploading the frame reader's offsets", err, __FILE__, __LINE__);
+  }
+  e->reader = pp_cuda_a_for_layout(layout, e->h_koff, NULL, e->d_koff);
+  if (rc < 0) {
+    pp_mlp_exec_free(e);
+    return rc;
+  }
+  *out = e;
+  return 0;
+}
+
+static void
+free_split(pp_mlp_exec *e)
+{
+  cudaFree(e->w_split);
+  cudaFree(e->b_split);
+  e->w_split = NULL;
+  e->b_split = NULL;
+  e->split_pieces = 0;
+}
+
+static void
+free_gemms(pp_mlp_exec *e, unsigned layer)
+{
+  layer_gemms *g = &e->gemms[layer];
+  if (e->lt) {
+    e->lt->free(g->whole);
+    e->lt->free(g->chunk);
+  }
+  memset(g, 0, sizeof *g);
+}
+
+void
+pp_mlp_exec_free(pp_mlp_exec *e)
+{
+  if (!e)
+    return;
+  for (unsigned i = 0; i < PP_MAX_LAYERS; i++)
+    free_gemms(e, i);
+  if (e->lt)
+    e->lt->destroy(e->lt_handle);
+  free_split(e);
+  cudaFree(e->d_koff);
+  g_free(e->h_koff);
+  g_free(e);
+}
+
+pp_cuda_a
+pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame)
+{
+  pp_cuda_a a = e->reader;
+  a.data = frame;
+  return a;
+}
+
+size_t
+pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e)
+{
+  if (e->layout.kind == PP_LAYOUT_TENSOR)
+    return 0;
+  size_t row = e->layout.k * sizeof(float);
+  if (reads_bytes(e))
+    row = MAX(row, 2 * pp_cuda_split_kp(e->layout.k) * sizeof(float));
+  return (size_t) e->layout.n * row;
+}
+
+bool
+pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
+{
+  const pp_gpu_weights *w = e->w;
+  switch (path) {
+    case PP_PATH_FUSED:
+      return w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES;
+    case PP_PATH_SMALL:
+      return w->n_layers == 2 && w->layers[0].out <= PP_SMALL_MAX_D &&
+             w->layers[1].out <= PP_ROWDOT_MAX_O;
+    case PP_PATH_ROWDOT:
+      /* It reads floats, so never the frame itself. */
+      return layer > 0 && layer + 1 == w->n_layers && w->layers[layer].out <= PP_ROWDOT_MAX_O;
+    case PP_PATH_SPLIT:
+      return layer == 0 && reads_bytes(e);
+    case PP_PATH_OWN:
+    case PP_PATH_OWN_64:
+    case PP_PATH_CUBLAS:
+      return layer < w->n_layers;
+    default:
+      return false;
+  }
+}
+
+/* ---- cuBLASLt ------------------------------------------------------------ */
+
+int
+pp_mlp_exec_use_cublas(pp_mlp_exec *e, double *load_ms, char **msg)
+{
+  if (load_ms)
+    *load_ms = 0;
+  if (e->lt)
+    return 0;
+  const pp_lt_table *lt = pp_lt_get(load_ms, msg);
+  if (!lt)
+    return -ENOTSUP;
+  void *handle = NULL;
+  const int status = lt->create(&handle);
+  if (status != 0)
+    return pp_cuda_fail_text(msg, "cublasLtCreate", lt->status_string(status), __FILE__, __LINE__);
+  e->lt = lt;
+  e->lt_handle = handle;
+  return 0;
+}
+
+/* Layer 0's split weights for `pieces`, made now if need be. */
+static int
+ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
+{
+  if (e->split_pieces == pieces)
+    return 0;
+  free_split(e);
+  const pp_gpu_layer *l = &e->w->layers[0];
+  const size_t row = pieces * pp_cuda_split_kp(e->layout.k);
+  CUDA_CHECK(cudaMalloc(&e->w_split, (size_t) l->out * row * sizeof(float)));
+  CUDA_CHECK(cudaMalloc((void **) &e->b_split, l->out * sizeof(float)));
+  CUDA_CHECK(pp_cuda_split_weights(e->setup, l->w, l->out, l->in, pieces, e->reader.scale,
+                                   e->reader.bias, l->b, e->w_split, e->b_split));
+  CUDA_CHECK(cudaStreamSynchronize(e->setup));
+  e->split_pieces = pieces;
+  return 0;
+}
+
+/* Layer `layer`'s GEMM as cuBLASLt sees it, over `rows` samples. */
+static pp_lt_shape
+gemm_shape(const pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces, uint32_t rows)
+{
+  const pp_gpu_layer *l = &e->w->layers[layer];
+  const bool last = layer + 1 == e->w->n_layers;
+  const bool split = path == PP_PATH_SPLIT;
+  const uint32_t k = split ? pieces * pp_cuda_split_kp(e->layout.k) : l->in;
+  return (pp_lt_shape){
+    .m = rows,
+    .k = k,
+    .n = l->out,
+    .ldx = split        ? k
+           : layer == 0 ? e->layout.k
+                        : e->w->ldh,
+    .ldc = last ? l->out : e->w->ldh,
+    .bias = split ? e->b_split : l->b,
+    .relu = l->act.kind == PP_ACT_RELU,
+    /* split's pieces are exact in TF32 (split_tf32.cu). */
+    .tf32 = e->tf32 || split,
+  };
+}
+
+int
+pp_mlp_exec_gemm_candidates(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
+                            uint32_t rows, pp_gemm_algo *algos, int max, int *found, char **msg)
+{
+  int rc = pp_mlp_exec_use_cublas(e, NULL, msg);
+  if (rc == 0 && path == PP_PATH_SPLIT)
+    rc = ensure_split(e, pieces, msg);
+  if (rc < 0)
+    return rc;
+  const pp_lt_shape shape = gemm_shape(e, layer, path, pieces, rows);
+  LT_CHECK(e->lt->candidates(e->lt_handle, &shape, algos, max, found));
+  return 0;
+}
+
+int
+pp_mlp_exec_set_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
+                     uint32_t rows, const pp_gemm_algo *algo, char **msg)
+{
+  int rc = pp_mlp_exec_use_cublas(e, NULL, msg);
+  if (rc == 0 && path == PP_PATH_SPLIT)
+    rc = ensure_split(e, pieces, msg);
+  if (rc < 0)
+    return rc;
+  layer_gemms *g = &e->gemms[layer];
+  const bool whole = rows == e->layout.n;
+  const pp_lt_shape shape = gemm_shape(e, layer, path, pieces, rows);
+  pp_lt_gemm *made = NULL;
+  LT_CHECK(e->lt->plan(e->lt_handle, &shape, algo, &made));
+  if (g->path != path || g->pieces != pieces) {
+    free_gemms(e, layer);
+    g->path = path;
+    g->pieces = pieces;
+  }
+  pp_lt_gemm **slot = whole ? &g->whole : &g->chunk;
+  e->lt->free(*slot);
+  *slot = made;
+  if (!whole)
+    g->chunk_rows = rows;
+  return 0;
+}
+
+int
+pp_mlp_exec_prepare(pp_mlp_exec *e, const pp_cuda_plan *plan, char **msg)
+{
+  if (plan->whole != PP_N_PATHS) {
+    if (pp_mlp_exec_fits(e, plan->whole, 0))
+      return 0;
+    *msg =
+        g_strdup_printf("plan: kernels=%s does not fit this model", pp_cuda_path_name(plan->whole));
+    return -EINVAL;
+  }
+  if (plan->n_layers != e->w->n_layers) {
+    *msg = g_strdup_printf("plan: kernels= names %u layers for a model of %u", plan->n_layers,
+                           e->w->n_layers);
+    return -EINVAL;
+  }
+  const uint32_t chunk_rows = plan->frames == PP_FRAMES_CHUNKS ? e->layout.n / plan->chunks : 0;
+  for (unsigned i = 0; i < plan->n_layers; i++) {
+    const pp_layer_plan *l = &plan->layers[i];
+    if (!pp_mlp_exec_fits(e, l->path, i)) {
+      *msg = g_strdup_printf("plan: layer %u cannot run on %s", i, pp_cuda_path_name(l->path));
+      return -EINVAL;
+    }
+    if (l->path != PP_PATH_CUBLAS && l->path != PP_PATH_SPLIT)
+      continue;
+    if (!l->has_algo || (chunk_rows && !l->has_chunk_algo)) {
+      *msg = g_strdup_printf("plan: layer %u runs on %s but gives no gemm%u%s algorithm", i,
+                             pp_cuda_path_name(l->path), i, l->has_algo ? "-chunk" : "");
+      return -EINVAL;
+    }
+    int rc = pp_mlp_exec_set_gemm(e, i, l->path, l->pieces, e->layout.n, &l->algo, msg);
+    if (rc == 0 && chunk_rows)
+      rc = pp_mlp_exec_set_gemm(e, i, l->path, l->pieces, chunk_rows, &l->chunk_algo, msg);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+/* The frame from sample row0 on: chunks start at a whole row of samples,
+ * so sample row0's origin is that row's first byte. */
+static pp_cuda_a
+frame_from(const pp_mlp_buffers *b, const pp_mlp_rows *r)
+{
+  pp_cuda_a x = b->x;
+  if (r->frame)
+    x.data = r->frame;
+  if (x.kind == PP_A_F32)
+    x.data = (const float *) x.data + (size_t) r->row0 * x.ld;
+  else if (r->row0)
+    x.data = (const uint8_t *) x.data + (size_t) (r->row0 / x.per_row) * x.row_step;
+  return x;
+}
+
+static float *
+results_at(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r)
+{
+  return (r->out ? r->out : b->d_out) + (size_t) r->row0 * e->w->o;
+}
+
+/* Where a cuBLASLt layer reads its input: the previous layer's floats, or
+ * the frame's, converted first when it is bytes (to floats for cublas, to
+ * TF32 pieces for split) unless `converted`. */
+static int
+gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, unsigned layer,
+           const pp_layer_plan *lp, bool converted, cudaStream_t stream, const void **x, char **msg)
+{
+  if (layer > 0) {
+    *x = b->d_h[(layer - 1) % 2] + (size_t) r->row0 * e->w->ldh;
+    return 0;
+  }
+  const pp_cuda_a frame = frame_from(b, r);
+  *x = frame.data;
+  if (lp->path == PP_PATH_SPLIT) {
+    const uint32_t row = lp->pieces * pp_cuda_split_kp(e->layout.k);
+    float *dst = (float *) b->d_x + (size_t) r->row0 * row;
+    if (!converted)
+      CUDA_CHECK(pp_cuda_split_convert(stream, &frame, r->n, e->layout.k, lp->pieces, dst));
+    *x = dst;
+  } else if (frame.kind != PP_A_F32) {
+    float *dst = (float *) b->d_x + (size_t) r->row0 * e->layout.k;
+    if (!converted)
+      CUDA_CHECK(pp_cuda_convert(stream, &frame, r->n, e->layout.k, dst, e->layout.k));
+    *x = dst;
+  }
+  return 0;
+}
+
+static const pp_lt_gemm *
+gemm_for(const pp_mlp_exec *e, unsigned layer, uint32_t rows)
+{
+  const layer_gemms *g = &e->gemms[layer];
+  if (rows == e->layout.n)
+    return g->whole;
+  return rows == g->chunk_rows ? g->chunk : NULL;
+}
+
+static int
+run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
+          const pp_mlp_rows *r, unsigned layer, bool converted, cudaStream_t stream, char **msg)
+{
+  const pp_gpu_layer *l = &e->w->layers[layer];
+  const pp_layer_plan *lp = &plan->layers[layer];
+  const bool last = layer + 1 == e->w->n_layers;
+  const uint32_t ldc = last ? l->out : e->w->ldh;
+  float *out = last ? results_at(e, b, r) : b->d_h[layer % 2] + (size_t) r->row0 * ldc;
+  switch (lp->path) {
+    case PP_PATH_ROWDOT:
+      CUDA_CHECK(pp_cuda_rowdot(stream, b->d_h[(layer - 1) % 2] + (size_t) r->row0 * e->w->ldh,
+                                r->n, l->in, e->w->ldh, l->w, l->b, l->out, l->act, out));
+      return 0;
+    case PP_PATH_OWN:
+    case PP_PATH_OWN_64: {
+      pp_cuda_a x =
+          layer == 0 ? frame_from(b, r)
+                     : (pp_cuda_a){ .kind = PP_A_F32,
+                                    .data = b->d_h[(layer - 1) % 2] + (size_t) r->row0 * e->w->ldh,
+                                    .ld = e->w->ldh };
+      const pp_gemm_tile tile = lp->path == PP_PATH_OWN ? PP_TILE_128x128 : PP_TILE_64x64;
+      CUDA_CHECK(pp_cuda_gemm(stream, &x, r->n, l->in, l->wt, l->ldw, l->b, l->out, l->act, out,
+                              ldc, tile));
+      return 0;
+    }
+    case PP_PATH_CUBLAS:
+    case PP_PATH_SPLIT: {
+      const void *x = NULL;
+      const int rc = gemm_input(e, b, r, layer, lp, converted, stream, &x, msg);
+      if (rc < 0)
+        return rc;
+      const pp_lt_gemm *g = gemm_for(e, layer, r->n);
+      if (!g || !e->lt) {
+        *msg = g_strdup_printf("no cuBLASLt GEMM planned for layer %u on %u rows", layer, r->n);
+        return -EINVAL;
+      }
+      LT_CHECK(e->lt->run(g, stream, x, lp->path == PP_PATH_SPLIT ? e->w_split : l->w, out,
+                          b->workspace));
+      /* cuBLASLt's GELU epilogue is not PyTorch's exact GELU: only ReLU
+       * goes into the epilogue, the rest follow in our kernel. */
+      if (l->act.kind != PP_ACT_RELU && l->act.kind != PP_ACT_IDENTITY)
+        CUDA_CHECK(pp_cuda_bias_act(stream, out, r->n, l->out, ldc, NULL, l->act));
+      return 0;
+    }
+    default:
+      *msg = g_strdup_printf("layer %u has no kernels (%s)", layer, pp_cuda_path_name(lp->path));
+      return -EINVAL;
+  }
+}
+
+static int
+run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
+          const pp_mlp_rows *r, cudaStream_t stream, char **msg)
+{
+  const pp_gpu_layer *l0 = &e->w->layers[0], *l1 = &e->w->layers[1];
+  const pp_cuda_a x = frame_from(b, r);
+  float *y = results_at(e, b, r);
+  if (plan->whole == PP_PATH_FUSED) {
+    CUDA_CHECK(pp_cuda_mlp_fused(stream, &x, r->n, e->layout.k, l0->wt, l0->ldw, l0->b, l0->out,
+                                 l0->act, l1->w, l1->b, l1->act, y, e->fused_tile));
+    return 0;
+  }
+  const pp_cuda_done_signal done = { b->d_done_count, b->d_done_flag, r->signal };
+  CUDA_CHECK(pp_cuda_mlp_small(stream, &x, r->n, e->layout.k, l0->wt, l0->ldw, l0->b, l0->out,
+                               l0->act, l1->w, l1->b, l1->out, l1->act, y, plan->small_rows,
+                               r->signal ? &done : NULL));
+  return 0;
+}
+
+int
+pp_mlp_exec_run(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
+                const pp_mlp_rows *rows, cudaStream_t stream, char **msg)
+{
+  if (plan->whole != PP_N_PATHS)
+    return run_whole(e, plan, b, rows, stream, msg);
+  for (unsigned i = 0; i < e->w->n_layers; i++) {
+    const int rc = run_layer(e, plan, b, rows, i, false, stream, msg);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+int
+pp_mlp_exec_run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
+                      unsigned layer, uint32_t rows, cudaStream_t stream, char **msg)
+{
+  const pp_mlp_rows first = { 0, rows, NULL, NULL, 0 };
+  return run_layer(e, plan, b, &first, layer, false, stream, msg);
+}
+
+/* ---- a frame read in place, layer by layer -------------------------------- */
+
+/* Whether layer 0 reads the frame only through a conversion (cuBLAS on
+ * bytes), its GEMM then reading d_x. */
+static bool
+converts_first(const pp_mlp_exec *e, const pp_cuda_plan *plan)
+{
+  const pp_cuda_path p = plan->layers[0].path;
+  return (p == PP_PATH_CUBLAS || p == PP_PATH_SPLIT) && e->reader.kind != PP_A_F32;
+}
+
+bool
+pp_mlp_exec_has_between(const pp_mlp_exec *e, const pp_cuda_plan *plan)
+{
+  if (plan->whole != PP_N_PATHS || e->w->n_layers < 2)
+    return false;
+  return converts_first(e, plan) || e->w->n_layers > 2;
+}
+
+/* Layer 0's GEMM on the converted frame (when it converts first), then
+ * every layer but the first and the last. */
+int
+pp_mlp_exec_run_between(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
+                        cudaStream_t stream, char **msg)
+{
+  const pp_mlp_rows whole = { 0, e->layout.n, NULL, NULL, 0 };
+  for (unsigned i = converts_first(e, plan) ? 0 : 1; i + 1 < e->w->n_layers; i++) {
+    const int rc = run_layer(e, plan, b, &whole, i, true, stream, msg);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* Each direct cuBLASLt call costs the submitting thread tens of µs, so the
+ * middle part runs from the slot's graph. */
+int
+pp_mlp_exec_run_in_place(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
+                         const pp_mlp_rows *rows, cudaGraphExec_t between, cudaStream_t stream,
+                         char **msg)
+{
+  if (!pp_mlp_exec_has_between(e, plan))
+    return pp_mlp_exec_run(e, plan, b, rows, stream, msg);
+  const unsigned last = e->w->n_layers - 1;
+  int rc;
+  if (converts_first(e, plan)) {
+    const void *x = NULL;
+    rc = gemm_input(e, b, rows, 0, &plan->layers[0], false, stream, &x, msg);
+  } else {
+    rc = run_layer(e, plan, b, rows, 0, false, stream, msg);
+  }
+  if (rc == 0 && between) {
+    const cudaError_t err = cudaGraphLaunch(between, stream);
+    if (err != cudaSuccess)
+      rc = pp_cuda_fail(msg, "cudaGraphLaunch", err, __FILE__, __LINE__);
+  } else if (rc == 0) {
+    rc = pp_mlp_exec_run_between(e, plan, b, stream, msg);
+  }
+  if (rc < 0)
+    return rc;
+  return run_layer(e, plan, b, rows, last, false, stream, msg);
+}
+
+bool
+pp_mlp_exec_can_signal(const pp_cuda_plan *plan)
+{
+  return plan->whole == PP_PATH_SMALL;
+}

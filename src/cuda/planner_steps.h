@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The planner's steps (planner.c runs them in order): the kernels
+ * (planner_kernels.c), then how frames cross (planner_frames.c). */
+#ifndef PP_CUDA_PLANNER_STEPS_H
+#define PP_CUDA_PLANNER_STEPS_H
+
+#include "planner.h"
+
+/* Runs of one timing: `full`, or one when quick. */
+unsigned pp_planner_reps(const pp_planner *p, unsigned full);
+/* The MLP alone as `plan` runs it, µs on the device. */
+int pp_planner_time_mlp(const pp_planner *p, const pp_cuda_plan *plan, double *us, char **msg);
+/* Layer `layer` on `rows` samples with the path `plan` gives it (cublas or
+ * split): cuBLAS's candidates timed, the fastest set in the executor and
+ * written to the plan (algo, or chunk_algo when rows are a chunk's). */
+int pp_planner_tune_gemm(const pp_planner *p, pp_cuda_plan *plan, unsigned layer, uint32_t rows,
+                         double *us, char **msg);
+/* Every layer's kernels, or a whole-MLP kernel; *whole_alt: a whole-MLP
+ * kernel that lost on the MLP alone and may still win a frame
+ * (PP_N_PATHS: none). */
+int pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_alt,
+                       char **msg);
+/* How frames cross, and the chunk algorithms that needs. */
+int pp_planner_frames(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path whole_alt, char **msg);
+
+#endif

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "plan_cache.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "log.h"
+
+/* An entry, three lines: what it is, its key, its plan. */
+#define ENTRY_HEADER "pingpong plan cache 1"
+
+static void
+append_model(GString *s, const pp_model *m)
+{
+  for (unsigned i = 0; i < m->n_layers; i++) {
+    const pp_layer *l = &m->layers[i];
+    g_autofree char *act = pp_act_to_string(l->act);
+    g_string_append_printf(s, "%slinear(%u,%u%s),%s", i ? "," : "", l->in, l->out,
+                           l->b ? "" : ",nobias", act);
+  }
+}
+
+static void
+append_layout(GString *s, const pp_frame_layout *l)
+{
+  static const char *const kinds[] = { "rows", "patches", "tensor" };
+  g_string_append_printf(s, "%s n=%u k=%u %ux%u ch=%u px=%u stride=%u patch=%u yuv=%d bytes=%zu",
+                         kinds[l->kind], l->n, l->k, l->width, l->height, l->channels,
+                         l->pixel_stride, l->row_stride, l->patch, l->is_yuv, l->frame_bytes);
+  for (uint32_t i = 0; i < l->n_planes; i++)
+    g_string_append_printf(s, " plane=%u/%u/%ux%u", l->planes[i].offset, l->planes[i].stride,
+                           l->planes[i].row_bytes, l->planes[i].rows);
+}
+
+char *
+pp_plan_cache_key(const char *backend_key, const pp_model *model, const pp_frame_layout *layout,
+                  unsigned n_slots, const char *settings)
+{
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "backend=%s | model=", backend_key);
+  append_model(s, model);
+  g_string_append(s, " | frames=");
+  append_layout(s, layout);
+  g_string_append_printf(s, " | slots=%u | %s", n_slots, settings ? settings : "");
+  return g_string_free(s, FALSE);
+}
+
+static char *
+entry_path(const char *dir, const char *key)
+{
+  g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
+  digest[32] = '\0';
+  g_autofree char *name = g_strdup_printf("%s.plan", digest);
+  return dir ? g_build_filename(dir, name, NULL)
+             : g_build_filename(g_get_user_cache_dir(), "pingpong", name, NULL);
+}
+
+/* The plan line an entry holds for `key`: NULL where there is none (no
+ * warning) or where it cannot be used (*warning says why). */
+static char *
+read_entry(const char *path, const char *key, char **warning)
+{
+  g_autofree char *text = NULL;
+  GError *err = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &err)) {
+    /* No entry yet, or no directory yet: the first run's, nothing to say. */
+    if (!g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT) &&
+        !g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOTDIR))
+      *warning = g_strdup_printf("cannot read the plan cache entry %s: %s", path, err->message);
+    g_error_free(err);
+    return NULL;
+  }
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  const char *why = NULL;
+  if (g_strv_length(lines) < 3 || strcmp(lines[0], ENTRY_HEADER) != 0)
+    why = "it is not a whole plan cache entry (truncated or overwritten)";
+  else if (!g_str_has_prefix(lines[1], "key ") || strcmp(lines[1] + 4, key) != 0)
+    why = "it was stored for another key (another model, layout, GPU or version)";
+  else if (!g_str_has_prefix(lines[2], "plan ") || !lines[2][5])
+    why = "it holds no plan";
+  if (why) {
+    *warning = g_strdup_printf("the plan cache entry %s is not usable: %s; tuned again", path, why);
+    return NULL;
+  }
+  return g_strdup(lines[2] + 5);
+}
+
+static bool
+write_entry(const char *path, const char *key, const char *line, char **warning)
+{
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *text = g_strdup_printf(ENTRY_HEADER "\nkey %s\nplan %s\n", key, line);
+  GError *err = NULL;
+  if (g_mkdir_with_parents(dir, 0755) < 0) {
+    *warning =
+        g_strdup_printf("cannot make the plan cache directory %s: %s", dir, g_strerror(errno));
+    return false;
+  }
+  /* Written to a temporary file, then renamed over the entry. */
+  if (!g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &err)) {
+    *warning = g_strdup_printf("cannot write the plan cache entry %s: %s", path, err->message);
+    g_error_free(err);
+    return false;
+  }
+  return true;
+}
+
+int
+pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
+                  unsigned n_slots, const pp_plan_settings *s, pp_plan_outcome *out, char **msg)
+{
+  *out = (pp_plan_outcome){ 0 };
+  const char *backend_key = pp_engine_plan_key(e);
+  const bool use_cache = backend_key && !s->forced && s->tuning != PP_TUNING_QUICK;
+  g_autofree char *key = NULL, *cached = NULL;
+  if (use_cache) {
+    key = pp_plan_cache_key(backend_key, model, layout, n_slots, s->settings);
+    out->path = entry_path(s->dir, key);
+    if (s->tuning == PP_TUNING_CACHED)
+      cached = read_entry(out->path, key, &out->warning);
+  }
+  const pp_plan_request request = { s->forced, cached, s->tuning == PP_TUNING_QUICK };
+  const int rc = pp_engine_configure(e, model, layout, n_slots, &request, msg);
+  pp_plan_info info;
+  if (rc < 0 || !pp_engine_plan_info(e, &info))
+    return rc;
+  out->read = info.source == PP_PLAN_CACHED;
+  if (cached && !out->read && !out->warning)
+    out->warning = g_strdup_printf("the cached plan in %s no longer fits (%s); tuned again",
+                                   out->path, info.refused ? info.refused : "refused");
+  if (use_cache && !out->read && info.line) {
+    char *failed = NULL;
+    out->written = write_entry(out->path, key, info.line, &failed);
+    if (failed && !out->warning)
+      out->warning = failed;
+    else
+      g_free(failed);
+  }
+  pp_log(PP_LOG_DEBUG, "plan", "%s plan (%s): %s", out->read ? "cached" : "new",
+         out->path ? out->path : "not cached", info.line ? info.line : "");
+  return 0;
+}
+
+void
+pp_plan_outcome_clear(pp_plan_outcome *out)
+{
+  g_clear_pointer(&out->warning, g_free);
+  g_clear_pointer(&out->path, g_free);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Plans kept between runs. A backend's plan (its choices for a model, a
+ * frame layout and a slot count) is stored under the user's cache directory
+ * as its one-line form, keyed by everything that could change the right
+ * answer: what the backend says its plans depend on (the GPU, driver,
+ * library versions, our ABI), the model's shape (its layers, widths,
+ * biases and activations: the weights' values change no timing), the frame
+ * layout, the slot count, and the element's settings that reach the plan.
+ * A start with a stored plan skips the tuning.
+ *
+ * A missing entry is the first run's; a stale, truncated, corrupt or
+ * unreadable one, or a cached plan the backend no longer accepts, is never
+ * an error: the backend tunes and a fresh entry replaces it, the outcome
+ * carrying one warning. Entries are written whole, under a temporary name
+ * renamed into place, so two processes starting at once are safe. */
+#ifndef PP_PLAN_CACHE_H
+#define PP_PLAN_CACHE_H
+
+#include "engine.h"
+
+typedef enum {
+  PP_TUNING_CACHED, /* use a stored plan; tune and store where none fits */
+  PP_TUNING_FULL,   /* always tune; store the result */
+  PP_TUNING_QUICK,  /* time each candidate once; store nothing (compute-sanitizer runs) */
+} pp_tuning;
+
+typedef struct {
+  pp_tuning tuning;
+  const char *forced;   /* a plan line, or part of one, to run (never stored) */
+  const char *dir;      /* NULL: g_get_user_cache_dir()/pingpong */
+  const char *settings; /* the element's settings that reach the plan ("precision=fp32") */
+} pp_plan_settings;
+
+typedef struct {
+  bool read;     /* the plan came from the cache */
+  bool written;  /* a fresh entry was stored */
+  char *warning; /* what went wrong with the cache, to say once; or NULL */
+  char *path;    /* the entry's file, or NULL where the cache is not used */
+} pp_plan_outcome;
+
+/* pp_engine_configure with the plan the cache holds for it, storing the
+ * plan made otherwise. Fails only where configure itself fails. */
+int pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
+                      unsigned n_slots, const pp_plan_settings *settings, pp_plan_outcome *out,
+                      char **msg);
+void pp_plan_outcome_clear(pp_plan_outcome *out);
+
+/* The key, as stored in the entry; g_free it. */
+char *pp_plan_cache_key(const char *backend_key, const pp_model *model,
+                        const pp_frame_layout *layout, unsigned n_slots, const char *settings);
+
+#endif
