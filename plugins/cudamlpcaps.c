@@ -206,9 +206,8 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
     g_free(msg);
     return CAPS_REFUSED;
   }
-  /* Frames of the old caps finish first: the slots are resized below. */
-  if (pp_engine_is_configured(self->engine) && pp_engine_drain(self->engine) < 0)
-    return CAPS_FAILED;
+  /* The caller has drained the frames of the old caps: the slots can be
+   * resized. */
   if (!configure(self, model, &layout))
     return CAPS_FAILED;
   self->layout = layout;

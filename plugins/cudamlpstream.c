@@ -61,6 +61,7 @@ set_srcresult(GstCudaMlp *self, GstFlowReturn flow)
 {
   GST_OBJECT_LOCK(self);
   self->srcresult = flow;
+  g_cond_broadcast(&self->drained);
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -244,9 +245,19 @@ handle_push_result(GstCudaMlp *self, GstFlowReturn flow)
   gst_pad_pause_task(self->srcpad);
 }
 
+#define DRAIN_MARKER "pingpong-drain"
+
 static void
 push_marker(GstCudaMlp *self, GstEvent *event)
 {
+  if (gst_event_has_name(event, DRAIN_MARKER)) {
+    GST_OBJECT_LOCK(self);
+    self->drains_done++;
+    g_cond_broadcast(&self->drained);
+    GST_OBJECT_UNLOCK(self);
+    gst_event_unref(event);
+    return;
+  }
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_STREAM_START:
     case GST_EVENT_SEGMENT:
@@ -333,6 +344,33 @@ gst_cuda_mlp_sink_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode,
   return TRUE;
 }
 
+/* Waits until every frame queued so far has left (pushed, or dropped
+ * after downstream's EOS). False when the stream stopped or began flushing
+ * first. */
+static gboolean
+drain_pushed(GstCudaMlp *self)
+{
+  if (!pp_engine_is_configured(self->engine))
+    return TRUE;
+  GST_OBJECT_LOCK(self);
+  const guint ticket = ++self->drains_asked;
+  GST_OBJECT_UNLOCK(self);
+  GstEvent *marker =
+      gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM, gst_structure_new_empty(DRAIN_MARKER));
+  if (pp_engine_push_marker(self->engine, marker) < 0) {
+    gst_event_unref(marker);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  while (self->drains_done < ticket &&
+         (self->srcresult == GST_FLOW_OK || self->srcresult == GST_FLOW_EOS ||
+          self->srcresult == GST_FLOW_NOT_NEGOTIATED))
+    g_cond_wait(&self->drained, GST_OBJECT_GET_LOCK(self));
+  const gboolean drained = self->drains_done >= ticket;
+  GST_OBJECT_UNLOCK(self);
+  return drained;
+}
+
 /* A caps event: refused caps are said once (a sticky caps event comes
  * again before every buffer), and the chain then returns NOT_NEGOTIATED
  * until caps that fit arrive. */
@@ -344,6 +382,11 @@ handle_caps_event(GstCudaMlp *self, GstEvent *event)
   gboolean taken = FALSE;
   if (self->refused_caps && gst_caps_is_equal(caps, self->refused_caps)) {
     GST_DEBUG_OBJECT(self, "refused these caps already");
+  } else if (!drain_pushed(self)) {
+    /* Frames of the old caps leave before the new caps are weighed (the
+     * slots are resized for them, and a refusal stops the stream); a flush
+     * or an error came first, and answers for the stream. */
+    GST_DEBUG_OBJECT(self, "stream stopped before its frames left: caps not taken");
   } else {
     switch (gst_cuda_mlp_set_caps(self, caps)) {
       case CAPS_TAKEN:

@@ -185,6 +185,7 @@ gst_cuda_mlp_finalize(GObject *object)
   gst_cuda_mlp_models_clear(&self->models);
   g_clear_pointer(&self->last_stats, gst_structure_free);
   gst_clear_object(&self->cuda_context);
+  g_cond_clear(&self->drained);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -221,4 +222,5 @@ gst_cuda_mlp_init(GstCudaMlp *self)
                          gst_element_class_get_pad_template(klass, "src"));
   gst_cuda_mlp_init_config(self);
   gst_cuda_mlp_models_init(&self->models);
+  g_cond_init(&self->drained);
 }

@@ -104,6 +104,12 @@ struct _GstCudaMlp {
    * a new segment); NOT_NEGOTIATED while the caps are refused; or the
    * fatal return that stopped the stream. */
   GstFlowReturn srcresult;
+  /* A caps event waits until the source task has pushed every frame before
+   * it: a marker numbered `drains_asked` is queued behind them, and the
+   * task counts it in `drains_done` (object lock; `drained` is signalled
+   * then and whenever srcresult changes). */
+  GCond drained;
+  guint drains_asked, drains_done;
   /* Source task only: downstream returned EOS, so frames are dropped while
    * events still go on in order, until a STREAM_START or SEGMENT passes. */
   gboolean downstream_eos;
