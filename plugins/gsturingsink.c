@@ -88,10 +88,10 @@ complete_all(GstUringSink *self)
   return flow;
 }
 
+/* Prepares the write of one buffer after the previous ones. */
 static GstFlowReturn
-gst_uring_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
+queue_write(GstUringSink *self, GstBuffer *buffer)
 {
-  GstUringSink *self = GST_URING_SINK(bsink);
   if (self->writes.count == self->writes.size) {
     const GstFlowReturn flow = complete_oldest(self);
     if (flow != GST_FLOW_OK)
@@ -120,6 +120,37 @@ gst_uring_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
   }
   self->position += map.size;
   return GST_FLOW_OK;
+}
+
+/* Starts what queue_write prepared: one submission however many. */
+static GstFlowReturn
+start_writes(GstUringSink *self, GstFlowReturn flow)
+{
+  const int rc = pp_io_flush(self->io);
+  if (rc < 0 && flow == GST_FLOW_OK) {
+    post_write_error(self, -rc);
+    return GST_FLOW_ERROR;
+  }
+  return flow;
+}
+
+static GstFlowReturn
+gst_uring_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  return start_writes(self, queue_write(self, buffer));
+}
+
+/* A buffer list's writes go to the kernel together. */
+static GstFlowReturn
+gst_uring_sink_render_list(GstBaseSink *bsink, GstBufferList *list)
+{
+  GstUringSink *self = GST_URING_SINK(bsink);
+  GstFlowReturn flow = GST_FLOW_OK;
+  const guint n = gst_buffer_list_length(list);
+  for (guint i = 0; i < n && flow == GST_FLOW_OK; i++)
+    flow = queue_write(self, gst_buffer_list_get(list, i));
+  return start_writes(self, flow);
 }
 
 static gboolean
@@ -335,6 +366,7 @@ gst_uring_sink_class_init(GstUringSinkClass *klass)
   base_class->start = GST_DEBUG_FUNCPTR(gst_uring_sink_start);
   base_class->stop = GST_DEBUG_FUNCPTR(gst_uring_sink_stop);
   base_class->render = GST_DEBUG_FUNCPTR(gst_uring_sink_render);
+  base_class->render_list = GST_DEBUG_FUNCPTR(gst_uring_sink_render_list);
   base_class->event = GST_DEBUG_FUNCPTR(gst_uring_sink_event);
   base_class->query = GST_DEBUG_FUNCPTR(gst_uring_sink_query);
   GST_DEBUG_CATEGORY_INIT(gst_uring_sink_debug, "uringsink", 0, "pingpong io_uring file sink");

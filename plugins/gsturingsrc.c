@@ -23,12 +23,13 @@
 #include <errno.h>
 #include <gst/video/video.h>
 
+#include "frametime.h"
 #include "tensorcaps.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_uring_src_debug);
 #define GST_CAT_DEFAULT gst_uring_src_debug
 
-#define DEFAULT_QUEUE_DEPTH 8
+#define DEFAULT_QUEUE_DEPTH 16
 #define DEFAULT_DIRECT FALSE
 #define DEFAULT_IO_MODE PP_IO_AUTO
 #define BASESRC_DEFAULT_BLOCKSIZE 4096
@@ -102,20 +103,49 @@ get_buffer(GstUringSrc *self, guint size, GstBuffer **out)
   return flow;
 }
 
-/* Whether another read may be queued: queue-depth reads of a file ahead of
- * what downstream asked for; one at a time of a stream, whose reads take
+/* Whether another read may be queued: up to `window` reads of a file ahead
+ * of what downstream asked for; one at a time of a stream, whose reads take
  * bytes in the order they run. */
 static gboolean
 may_read_ahead(GstUringSrc *self)
 {
   if (self->stream)
     return self->reads.count == 0 && !self->stream_ended;
-  return self->reads.count < self->reads.size && self->read_pos < self->file_size;
+  return self->reads.count < self->window && self->read_pos < self->file_size;
 }
 
+/* The read-ahead window follows the file: a read that is done when it is
+ * wanted (the page cache answered at submission) gains nothing from others
+ * in flight beside it, whose buffers only crowd the CPU's caches; a read
+ * still under way (the disk) wants more. So the window doubles, up to
+ * queue-depth, each time a read has to be waited for, and shrinks by one
+ * after a run of reads that were all ready. */
+#define READY_RUN_PER_WINDOW 4
+
+static void
+adapt_window(GstUringSrc *self, gboolean was_ready)
+{
+  if (self->direct)
+    return; /* O_DIRECT never meets the page cache: the window stays whole */
+  if (!was_ready) {
+    self->window = MIN(self->window * 2, self->reads.size);
+    self->ready_run = 0;
+  } else if (++self->ready_run >= READY_RUN_PER_WINDOW * self->window && self->window > 1) {
+    self->window--;
+    self->ready_run = 0;
+  }
+}
+
+/* Tops the read-ahead up in batches: once a quarter of the window (at
+ * least one read) has been taken, the free part is prepared and goes to
+ * the kernel in one submission, so three quarters of the window stay in
+ * flight while submissions are shared. */
 static GstFlowReturn
 read_ahead(GstUringSrc *self)
 {
+  if (!self->stream && self->reads.count + MAX(self->window / 4, 1) > self->window)
+    return GST_FLOW_OK;
+  guint prepared = 0;
   while (may_read_ahead(self)) {
     guint len = self->stream ? self->block : MIN(self->block, self->file_size - self->read_pos);
     if (self->direct)
@@ -139,6 +169,13 @@ read_ahead(GstUringSrc *self)
       return GST_FLOW_ERROR;
     }
     self->read_pos += self->block;
+    prepared++;
+  }
+  const int rc = prepared ? pp_io_flush(self->io) : 0;
+  if (rc < 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not read from file \"%s\".", self->location),
+                      ("submitting %u reads: %s", prepared, GST_PP_ERRNO_TEXT(rc)));
+    return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
 }
@@ -162,6 +199,8 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
   GstUringRead *r = gst_pp_ring_pop(&self->reads);
   if (!r) /* a stream whose writer closed */
     return GST_FLOW_EOS;
+  if (!self->stream)
+    adapt_window(self, pp_io_done(self->io, r) == 1);
   ssize_t result;
   pp_io_wait(self->io, r, &result);
   GstBuffer *buffer = gst_buffer_ref(r->buffer);
@@ -180,10 +219,11 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
   gst_buffer_set_size(buffer, result);
   GST_BUFFER_OFFSET(buffer) = offset;
   GST_BUFFER_OFFSET_END(buffer) = offset + result;
-  if (GST_CLOCK_TIME_IS_VALID(self->frame_duration)) {
+  if (self->timed) {
     const guint64 frame = offset / self->frame_bytes;
-    GST_BUFFER_PTS(buffer) = frame * self->frame_duration;
-    GST_BUFFER_DURATION(buffer) = self->frame_duration;
+    GST_BUFFER_PTS(buffer) = gst_pp_frame_pts(frame, self->fps_n, self->fps_d);
+    GST_BUFFER_DURATION(buffer) =
+        gst_pp_frame_pts(frame + 1, self->fps_n, self->fps_d) - GST_BUFFER_PTS(buffer);
   }
   self->expected = offset + result;
   self->stat_reads++;
@@ -199,19 +239,18 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
 
 /* ---- caps and allocation ----------------------------------------------------------- */
 
-/* Bytes per frame of fixed raw video or tensor caps, else 0. */
+/* Bytes per frame of fixed raw video or tensor caps, else 0; and their
+ * framerate (0/1 where they have none). */
 static guint64
-frame_size_of(GstCaps *caps, GstClockTime *duration)
+frame_size_of(GstCaps *caps, gint *fps_n, gint *fps_d)
 {
   pp_frame_layout layout;
-  gint fps_n = 0, fps_d = 1;
   g_autofree gchar *msg = NULL;
-  *duration = GST_CLOCK_TIME_NONE;
+  *fps_n = 0;
+  *fps_d = 1;
   if (!caps || !gst_caps_is_fixed(caps) ||
-      !pp_caps_to_layout(caps, PP_MAPPING_ROWS, 1, PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg))
+      !pp_caps_to_layout(caps, PP_MAPPING_ROWS, 1, PP_COLOR_RGB, &layout, fps_n, fps_d, &msg))
     return 0;
-  if (fps_n > 0)
-    *duration = gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n);
   return layout.frame_bytes;
 }
 
@@ -257,13 +296,17 @@ gst_uring_src_decide_allocation(GstBaseSrc *bsrc, GstQuery *query)
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   params.align = PP_IO_DIRECT_ALIGN - 1;
-  gst_buffer_pool_config_set_params(config, caps, need, self->queue_depth + 2, 0);
+  /* Buffers are made as the read-ahead window needs them, none up front:
+   * the pool hands them out in turn, and a page-cached file read through a
+   * window of one then cycles two or three buffers that stay in the CPU's
+   * caches rather than queue-depth of them that do not. */
+  gst_buffer_pool_config_set_params(config, caps, need, 0, 0);
   gst_buffer_pool_config_set_allocator(config, NULL, &params);
   gst_buffer_pool_set_config(pool, config);
   if (gst_query_get_n_allocation_pools(query) > 0)
-    gst_query_set_nth_allocation_pool(query, 0, pool, need, self->queue_depth + 2, 0);
+    gst_query_set_nth_allocation_pool(query, 0, pool, need, 0, 0);
   else
-    gst_query_add_allocation_pool(query, pool, need, self->queue_depth + 2, 0);
+    gst_query_add_allocation_pool(query, pool, need, 0, 0);
   gst_object_unref(pool);
   return TRUE;
 }
@@ -280,7 +323,7 @@ gst_uring_src_start(GstBaseSrc *bsrc)
                                .mode = self->io_mode,
                                .queue_depth = self->queue_depth,
                                .direct = self->direct };
-  self->frame_bytes = frame_size_of(self->caps, &self->frame_duration);
+  self->frame_bytes = frame_size_of(self->caps, &self->fps_n, &self->fps_d);
   GST_OBJECT_UNLOCK(self);
 
   if (!location || !*location) {
@@ -294,8 +337,8 @@ gst_uring_src_start(GstBaseSrc *bsrc)
     self->block = self->frame_bytes;
     gst_base_src_set_blocksize(bsrc, self->block);
   }
-  if (self->frame_bytes && self->block != self->frame_bytes)
-    self->frame_duration = GST_CLOCK_TIME_NONE; /* buffers are not frames */
+  /* Timestamps where each buffer is one frame of a known rate. */
+  self->timed = self->frame_bytes && self->block == self->frame_bytes && self->fps_n > 0;
   if (opts.direct && self->block % PP_IO_DIRECT_ALIGN) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
                       ("direct=true needs a blocksize that is a multiple "
@@ -326,6 +369,8 @@ gst_uring_src_start(GstBaseSrc *bsrc)
                         ("io_uring is not available; reading with pread."), ("%s", fallback));
   self->registrar = gst_pp_registrar_new(self->io);
   gst_pp_ring_init(&self->reads, sizeof(GstUringRead), opts.queue_depth);
+  self->window = opts.direct ? opts.queue_depth : 1;
+  self->ready_run = 0;
   self->file_size = pp_io_file_size(self->io);
   self->stream = pp_io_is_stream(self->io);
   self->stream_ended = FALSE;
@@ -469,8 +514,10 @@ gst_uring_src_class_init(GstUringSrcClass *klass)
   g_object_class_install_property(
       object_class, PROP_QUEUE_DEPTH,
       g_param_spec_uint("queue-depth", "Queue depth",
-                        "Reads in flight ahead of what downstream has taken", 1, PP_IO_MAX_DEPTH,
-                        DEFAULT_QUEUE_DEPTH, CONFIG_FLAGS));
+                        "Most reads in flight ahead of what downstream has taken: all of them "
+                        "with direct=true; otherwise as many as the file needs, fewer while "
+                        "the page cache answers at once",
+                        1, PP_IO_MAX_DEPTH, DEFAULT_QUEUE_DEPTH, CONFIG_FLAGS));
   g_object_class_install_property(
       object_class, PROP_DIRECT,
       g_param_spec_boolean("direct", "Direct I/O",
@@ -516,6 +563,5 @@ gst_uring_src_init(GstUringSrc *self)
   self->queue_depth = DEFAULT_QUEUE_DEPTH;
   self->direct = DEFAULT_DIRECT;
   self->io_mode = DEFAULT_IO_MODE;
-  self->frame_duration = GST_CLOCK_TIME_NONE;
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_BYTES);
 }

@@ -38,12 +38,15 @@ struct _GstUringSrc {
    * in flight at a time (in order), EOS when the writer closes. */
   gboolean stream;
   gboolean stream_ended;
-  GstPpRing reads;  /* GstUringRead, oldest first */
+  GstPpRing reads;  /* GstUringRead, oldest first; queue-depth of them */
+  guint window;     /* reads kept ahead now, 1..queue-depth (adapt_window) */
+  guint ready_run;  /* reads in a row that were done when wanted */
   guint64 read_pos; /* where the next read-ahead starts */
   guint64 expected; /* the offset create() should be asked for next */
   guint block;      /* bytes per read */
-  GstClockTime frame_duration;
-  guint64 frame_bytes;
+  guint64 frame_bytes;  /* of the caps property, or 0 */
+  gint fps_n, fps_d;     /* their framerate, 0/1 without one */
+  gboolean timed;        /* buffers are frames: timestamps from the frame number */
   guint64 stat_reads, stat_bytes, stat_registered;
 };
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "uring_io.h"
+#include "whole_file.h"
 #include "safetensors.h"
 
 /* Large enough for any frame this project maps, small enough that sizes in

@@ -14,10 +14,8 @@
 
 /* Registered-buffer table size: more than a pool's worth of frames. */
 #define FIXED_SLOTS 64
-/* Longest single wait for a completion before looking again (see reap_one). */
+/* Longest single wait for a completion before looking again (see reap). */
 #define WAIT_SLICE_S 1
-/* The user data of a ring entry whose submission failed (queue_request). */
-#define ABANDONED UINT64_MAX
 
 typedef struct {
   bool busy, done;
@@ -50,6 +48,9 @@ struct pp_io {
   struct io_uring ring;
   bool ring_ready;
   bool fixed_ready;
+  unsigned ring_flags;  /* IORING_SETUP_* the kernel took */
+  unsigned unsubmitted; /* entries prepared since the last submission */
+  int ring_error;       /* a submission the kernel refused for good */
 #endif
   GMutex fixed_lock;
   fixed_range fixed[FIXED_SLOTS];
@@ -98,10 +99,23 @@ open_file(pp_io *io, const char *path, char **msg)
 }
 
 #ifdef PP_HAVE_URING
+/* The ring's set-up flags, most wanted first, down to none for kernels
+ * that have none of them. Completion work runs when the thread next enters
+ * the kernel rather than by interrupting it (COOP_TASKRUN); a ring used
+ * from one thread only may also defer it to that thread's waits
+ * (SINGLE_ISSUER | DEFER_TASKRUN), which the kernel refuses to any other
+ * thread, registrations included. */
 static int
-start_ring(pp_io *io)
+start_ring(pp_io *io, bool one_thread)
 {
-  const int rc = io_uring_queue_init(io->depth, &io->ring, 0);
+  const unsigned one_thread_flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+  const unsigned tries[] = { one_thread ? one_thread_flags : IORING_SETUP_COOP_TASKRUN,
+                             IORING_SETUP_COOP_TASKRUN, 0 };
+  int rc = -EINVAL;
+  for (unsigned i = 0; i < G_N_ELEMENTS(tries) && rc == -EINVAL; i++) {
+    rc = io_uring_queue_init(io->depth, &io->ring, tries[i]);
+    io->ring_flags = tries[i];
+  }
   if (rc < 0)
     return rc;
   io->ring_ready = true;
@@ -129,7 +143,7 @@ pp_io_open(const char *path, const pp_io_options *opts, pp_io **out, char **msg)
   int rc = open_file(io, path, msg);
 #ifdef PP_HAVE_URING
   if (rc == 0 && opts->mode != PP_IO_SYNC) {
-    const int ring_rc = start_ring(io);
+    const int ring_rc = start_ring(io, opts->one_thread);
     if (ring_rc < 0 && opts->mode == PP_IO_URING)
       rc = fail(msg, -ring_rc, "io_uring refused");
     else if (ring_rc < 0)
@@ -151,7 +165,7 @@ pp_io_open(const char *path, const pp_io_options *opts, pp_io **out, char **msg)
   return 0;
 }
 
-static int reap_one(pp_io *io);
+static int reap(pp_io *io);
 
 void
 pp_io_close(pp_io *io)
@@ -160,7 +174,7 @@ pp_io_close(pp_io *io)
     return;
   for (unsigned i = 0; i < io->depth; i++)
     while (io->reqs[i].busy && !io->reqs[i].done)
-      if (reap_one(io) < 0)
+      if (reap(io) < 0)
         break;
 #ifdef PP_HAVE_URING
   if (io->ring_ready)
@@ -215,13 +229,44 @@ transfer_sync(pp_io *io, request *r)
 }
 
 #ifdef PP_HAVE_URING
-/* Queues what is left of `r`. */
+/* Hands every prepared entry to the kernel in one call. -EAGAIN or -EBUSY
+ * when it cannot take them now (they stay prepared, for after a
+ * completion); any other refusal fails the ring for good. */
+static int
+submit_prepared(pp_io *io)
+{
+  if (io->ring_error)
+    return io->ring_error;
+  while (io->unsubmitted > 0) {
+    const int rc = io_uring_submit(&io->ring);
+    if (rc == -EINTR)
+      continue;
+    if (rc == -EAGAIN || rc == -EBUSY)
+      return rc;
+    if (rc <= 0) {
+      /* The prepared entries never reach the kernel: the ring is not
+       * entered again, so their buffers may go. */
+      io->ring_error = rc < 0 ? rc : -EIO;
+      return io->ring_error;
+    }
+    io->unsubmitted -= MIN((unsigned) rc, io->unsubmitted);
+  }
+  return 0;
+}
+
+/* Prepares what is left of `r`; submit_prepared sends it. */
 static int
 queue_request(pp_io *io, request *r)
 {
   struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
-  if (!sqe)
-    return -EBUSY;
+  if (!sqe) {
+    const int rc = submit_prepared(io);
+    if (rc < 0)
+      return rc;
+    sqe = io_uring_get_sqe(&io->ring);
+    if (!sqe)
+      return -EBUSY;
+  }
   uint8_t *p = r->buf + r->transferred;
   const unsigned n = r->len - r->transferred;
   /* -1: the file's current position, all a stream has. */
@@ -238,29 +283,71 @@ queue_request(pp_io *io, request *r)
       io_uring_prep_write(sqe, io->fd, p, n, off);
   }
   io_uring_sqe_set_data64(sqe, r - io->reqs);
-  int rc;
-  while ((rc = io_uring_submit(&io->ring)) == -EINTR)
-    ;
-  if (rc < 0) {
-    /* The kernel refused the submission (EAGAIN, EBUSY) but the entry stays
-     * in the ring and would go with the next one, for a request the caller
-     * now gives up on, into a buffer it may free. Make it a no-op whose
-     * completion reap_one drops. */
-    io_uring_prep_nop(sqe);
-    io_uring_sqe_set_data64(sqe, ABANDONED);
-    return rc;
-  }
+  io->unsubmitted++;
   return 0;
+}
+
+/* One completion: the request is done, or requeued for the rest (a short
+ * transfer) or again (EAGAIN, EINTR). */
+static void
+handle_completion(pp_io *io, uint64_t index, int res)
+{
+  request *r = &io->reqs[index];
+  if (res < 0 && res != -EAGAIN && res != -EINTR) {
+    complete(io, r, res);
+    return;
+  }
+  if (res > 0)
+    r->transferred += res;
+  const bool at_end =
+      res == 0 || (io->direct && io->access == PP_IO_READ && r->transferred % PP_IO_DIRECT_ALIGN);
+  if (r->transferred == r->len || at_end) {
+    complete(io, r, r->transferred);
+    return;
+  }
+  const int requeue = queue_request(io, r);
+  if (requeue < 0)
+    complete(io, r, requeue);
+}
+
+/* Every request still waiting fails with the ring's error. */
+static void
+fail_waiting(pp_io *io)
+{
+  for (unsigned i = 0; i < io->depth; i++)
+    if (io->reqs[i].busy && !io->reqs[i].done)
+      complete(io, &io->reqs[i], io->ring_error);
 }
 #endif
 
-/* Waits for one completion and handles it: done, or requeued for the rest
- * (a short transfer) or again (EAGAIN, EINTR). */
+#ifdef PP_HAVE_URING
+/* Handles every completion the ring holds now, without waiting. */
+static void
+handle_ready(pp_io *io)
+{
+  struct io_uring_cqe *cqe;
+  unsigned head, seen = 0;
+  io_uring_for_each_cqe(&io->ring, head, cqe)
+  {
+    handle_completion(io, io_uring_cqe_get_data64(cqe), cqe->res);
+    seen++;
+  }
+  io_uring_cq_advance(&io->ring, seen);
+}
+#endif
+
+/* Submits what is prepared, waits for at least one completion, and handles
+ * every completion there is. */
 static int
-reap_one(pp_io *io)
+reap(pp_io *io)
 {
 #ifdef PP_HAVE_URING
   if (io->ring_ready) {
+    const int submitted = submit_prepared(io);
+    if (submitted < 0 && submitted != -EAGAIN && submitted != -EBUSY) {
+      fail_waiting(io);
+      return 0;
+    }
     struct io_uring_cqe *cqe;
     /* Waits in slices where the kernel takes a timeout with the wait itself
      * (IORING_FEAT_EXT_ARG; older kernels would need a timeout request in the
@@ -275,28 +362,7 @@ reap_one(pp_io *io)
       return 0;
     if (rc < 0)
       return rc;
-    const uint64_t index = io_uring_cqe_get_data64(cqe);
-    const int res = cqe->res;
-    io_uring_cqe_seen(&io->ring, cqe);
-    if (index == ABANDONED)
-      return 0;
-    request *r = &io->reqs[index];
-    if (res < 0 && res != -EAGAIN && res != -EINTR) {
-      complete(io, r, res);
-      return 0;
-    }
-    if (res > 0)
-      r->transferred += res;
-    const bool at_end =
-        res == 0 || (io->direct && io->access == PP_IO_READ && r->transferred % PP_IO_DIRECT_ALIGN);
-    if (r->transferred == r->len || at_end) {
-      complete(io, r, r->transferred);
-      return 0;
-    }
-    /* The rest of a short transfer, or the same again after EAGAIN/EINTR. */
-    const int requeue = queue_request(io, r);
-    if (requeue < 0)
-      complete(io, r, requeue);
+    handle_ready(io);
     return 0;
   }
 #endif
@@ -337,7 +403,7 @@ pp_io_submit(pp_io *io, void *buf, size_t len, uint64_t offset, void *tag)
 #ifdef PP_HAVE_URING
   if (io->ring_ready) {
     r->fixed = fixed_index_for(io, buf, len);
-    const int rc = queue_request(io, r);
+    const int rc = io->ring_error ? io->ring_error : queue_request(io, r);
     if (rc < 0) {
       r->busy = false;
       io->in_flight--;
@@ -350,16 +416,54 @@ pp_io_submit(pp_io *io, void *buf, size_t len, uint64_t offset, void *tag)
 }
 
 int
+pp_io_flush(pp_io *io)
+{
+#ifdef PP_HAVE_URING
+  if (io->ring_ready) {
+    const int rc = submit_prepared(io);
+    /* The kernel is short of room now: the entries go with the next wait. */
+    return rc == -EAGAIN || rc == -EBUSY ? 0 : rc;
+  }
+#endif
+  (void) io;
+  return 0;
+}
+
+static request *
+find_request(pp_io *io, void *tag)
+{
+  for (unsigned i = 0; i < io->depth; i++)
+    if (io->reqs[i].busy && io->reqs[i].tag == tag)
+      return &io->reqs[i];
+  return NULL;
+}
+
+int
+pp_io_done(pp_io *io, void *tag)
+{
+  request *r = find_request(io, tag);
+  if (!r)
+    return -ENOENT;
+#ifdef PP_HAVE_URING
+  if (io->ring_ready && !r->done) {
+    const int rc = submit_prepared(io);
+    if (rc < 0 && rc != -EAGAIN && rc != -EBUSY)
+      fail_waiting(io);
+    else
+      handle_ready(io);
+  }
+#endif
+  return r->done;
+}
+
+int
 pp_io_wait(pp_io *io, void *tag, ssize_t *result)
 {
-  request *r = NULL;
-  for (unsigned i = 0; i < io->depth && !r; i++)
-    if (io->reqs[i].busy && io->reqs[i].tag == tag)
-      r = &io->reqs[i];
+  request *r = find_request(io, tag);
   if (!r)
     return -ENOENT;
   while (!r->done) {
-    const int rc = reap_one(io);
+    const int rc = reap(io);
     if (rc < 0)
       complete(io, r, rc); /* the ring itself failed: give up on this one */
   }
@@ -426,6 +530,8 @@ pp_io_describe_state(const pp_io *io)
                          io->fallback ? io->fallback : "io_uring", io->depth, io->in_flight);
 #ifdef PP_HAVE_URING
   if (io->ring_ready) {
+    g_string_append_printf(s, ", ring flags 0x%x, %u prepared, error %d", io->ring_flags,
+                           io->unsubmitted, io->ring_error);
     const struct io_uring_sq *sq = &io->ring.sq;
     const struct io_uring_cq *cq = &io->ring.cq;
     g_string_append_printf(
@@ -503,69 +609,4 @@ pp_io_forget_buffer(pp_io *io, void *base)
 #else
   (void) io, (void) base;
 #endif
-}
-
-/* ---- whole files ----------------------------------------------------------------- */
-
-#define WHOLE_FILE_CHUNK (1u << 20)
-#define WHOLE_FILE_DEPTH 4
-
-/* What a file that is not a regular one is, for messages. */
-static const char *
-file_kind(mode_t mode)
-{
-  return S_ISDIR(mode)    ? "a directory"
-         : S_ISFIFO(mode) ? "a FIFO"
-         : S_ISCHR(mode)  ? "a character device"
-         : S_ISBLK(mode)  ? "a block device"
-         : S_ISSOCK(mode) ? "a socket"
-                          : "not a regular file";
-}
-
-int
-pp_read_whole_file(const char *path, uint8_t **bytes, size_t *len, char **msg)
-{
-  /* Opening a FIFO for reading blocks until a writer comes: refuse what is
-   * not a regular file before opening it. */
-  struct stat st;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (msg)
-      *msg = g_strdup_printf("is %s, not a regular file", file_kind(st.st_mode));
-    return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-  }
-  const pp_io_options opts = { .access = PP_IO_READ, .queue_depth = WHOLE_FILE_DEPTH };
-  pp_io *io = NULL;
-  int rc = pp_io_open(path, &opts, &io, msg);
-  if (rc < 0)
-    return rc;
-  const uint64_t size = pp_io_file_size(io);
-  uint8_t *buf = g_malloc(size ? size : 1);
-  uint64_t queued = 0, done = 0;
-  /* Chunks are tagged with their offset + 1, and waited for in order. */
-  while (rc == 0 && done < size) {
-    while (queued < size && pp_io_in_flight(io) < WHOLE_FILE_DEPTH) {
-      const size_t n = MIN(WHOLE_FILE_CHUNK, size - queued);
-      rc = pp_io_submit(io, buf + queued, n, queued, GSIZE_TO_POINTER(queued + 1));
-      if (rc < 0)
-        break;
-      queued += n;
-    }
-    ssize_t got;
-    if (rc == 0 && pp_io_wait(io, GSIZE_TO_POINTER(done + 1), &got) == 0) {
-      const size_t want = MIN(WHOLE_FILE_CHUNK, size - done);
-      if (got < 0)
-        rc = (int) got;
-      else if ((size_t) got < want)
-        rc = -EIO; /* the file shrank while being read */
-      done += want;
-    }
-  }
-  pp_io_close(io);
-  if (rc < 0) {
-    g_free(buf);
-    return fail(msg, -rc, "read failed");
-  }
-  *bytes = buf;
-  *len = size;
-  return 0;
 }

@@ -1,5 +1,6 @@
 /* File reads and writes with several requests in flight, over io_uring
- * (liburing). Each request carries a caller's tag; requests complete in any
+ * (liburing), prepared in batches and submitted together. Each request
+ * carries a caller's tag; requests complete in any
  * order and pp_io_wait returns a given one. Short transfers are requeued
  * for the rest, EAGAIN and EINTR resubmitted, and every request is drained
  * before close. Where io_uring is refused (no liburing at build time,
@@ -35,6 +36,9 @@ typedef struct {
   pp_io_mode mode;
   unsigned queue_depth; /* requests in flight, 1..PP_IO_MAX_DEPTH */
   bool direct;          /* O_DIRECT: buffers, lengths and offsets PP_IO_DIRECT_ALIGN-aligned */
+  /* Every call, registrations included, comes from the thread that opens:
+   * the ring then leaves completion work to that thread's waits. */
+  bool one_thread;
 } pp_io_options;
 
 #define PP_IO_MAX_DEPTH 256
@@ -45,15 +49,23 @@ typedef struct {
  * -EINVAL (O_DIRECT refused by the file system). */
 int pp_io_open(const char *path, const pp_io_options *opts, pp_io **out, char **msg);
 
-/* Queues a transfer of `len` bytes at `offset` (PP_IO_READ: into `buf`;
+/* Prepares a transfer of `len` bytes at `offset` (PP_IO_READ: into `buf`;
  * writes: from `buf`; offset ignored for PP_IO_APPEND writes, which go after
- * the previous one). -EBUSY when queue_depth requests are in flight. */
+ * the previous one). -EBUSY when queue_depth requests are in flight.
+ * Prepared transfers go to the kernel together, at pp_io_flush or at the
+ * next wait: prepare a batch, then flush once. */
 int pp_io_submit(pp_io *io, void *buf, size_t len, uint64_t offset, void *tag);
+/* Starts every prepared transfer with one system call. */
+int pp_io_flush(pp_io *io);
 
 /* Waits until the request tagged `tag` has completed: *result is the bytes
  * transferred (fewer for a read that met the end of the file) or a negative
  * errno. */
 int pp_io_wait(pp_io *io, void *tag, ssize_t *result);
+
+/* Whether the request tagged `tag` has completed, without waiting (1 or
+ * 0; -ENOENT for no such request); pp_io_wait still collects it. */
+int pp_io_done(pp_io *io, void *tag);
 
 unsigned pp_io_in_flight(const pp_io *io);
 
@@ -87,10 +99,5 @@ uint64_t pp_io_fixed_transfers(const pp_io *io);
  * them without locking, so call it only where a stale view does no harm.
  * Free with g_free. */
 char *pp_io_describe_state(const pp_io *io);
-
-/* Reads all of `path` (several reads in flight) into a new buffer (g_free).
- * A path that is not a regular file (a FIFO, a directory, a device) is
- * refused before it is opened. */
-int pp_read_whole_file(const char *path, uint8_t **bytes, size_t *len, char **msg);
 
 #endif

@@ -1,7 +1,8 @@
 /* uringsrc and uringsink in real pipelines: round trips on files that are
  * not a multiple of the block size, buffered and O_DIRECT, several queue
  * depths, the forced pread/pwrite fallback, seeking, EOS with writes in
- * flight, write errors, missing files and directories, state cycles with
+ * flight, buffer lists written in one submission, write errors, missing
+ * files and directories, state cycles with
  * reads in flight; and uringsrc -> cudamlp -> uringsink, with frames landing
  * in cudamlp's pool memory and results equal to a float64 reference. */
 #include <setjmp.h>
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <glib/gstdio.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
 #include <string.h>
 
@@ -109,6 +111,49 @@ test_append_and_eos_with_writes_in_flight(void **state)
   g_free(got);
   g_free(data);
   g_unlink(in);
+  g_unlink(out);
+}
+
+/* Buffer lists of uneven buffers: each list's writes go to the kernel in
+ * one submission, and the file holds every byte in order. */
+static void
+test_buffer_lists(void **state)
+{
+  (void) state;
+  g_autofree char *out = path_of("lists.bin");
+  g_autofree gchar *desc =
+      g_strdup_printf("appsrc name=in ! uringsink location=%s queue-depth=4", out);
+  GstElement *pipeline = gst_parse_launch(desc, NULL);
+  assert_non_null(pipeline);
+  GstElement *in = gst_bin_get_by_name(GST_BIN(pipeline), "in");
+  test_rng rng;
+  test_rng_seed(&rng, seed);
+  GByteArray *want = g_byte_array_new();
+  for (guint l = 0; l < 6; l++) {
+    GstBufferList *list = gst_buffer_list_new();
+    for (guint b = 0; b < 3 + l; b++) {
+      const gsize size = 1 + test_rng_next(&rng) % 20000;
+      guint8 *bytes = g_malloc(size);
+      test_rng_fill_bytes(&rng, bytes, size);
+      g_byte_array_append(want, bytes, size);
+      gst_buffer_list_add(list, gst_buffer_new_wrapped(bytes, size));
+    }
+    assert_int_equal(gst_app_src_push_buffer_list(GST_APP_SRC(in), list), GST_FLOW_OK);
+  }
+  gst_app_src_end_of_stream(GST_APP_SRC(in));
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  assert_non_null(msg);
+  assert_int_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
+  gst_message_unref(msg);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  assert_same_file(out, want->data, want->len);
+  g_byte_array_unref(want);
+  gst_object_unref(bus);
+  gst_object_unref(in);
+  gst_object_unref(pipeline);
   g_unlink(out);
 }
 
@@ -375,6 +420,7 @@ main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_round_trips),
     cmocka_unit_test(test_append_and_eos_with_writes_in_flight),
+    cmocka_unit_test(test_buffer_lists),
     cmocka_unit_test(test_errors),
     cmocka_unit_test(test_forced_fallback_reports_pread),
     cmocka_unit_test(test_seek_in_bytes),

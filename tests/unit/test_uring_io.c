@@ -14,6 +14,7 @@
 
 #include "testutil.h"
 #include "uring_io.h"
+#include "whole_file.h"
 #include "watchdog.h"
 
 static uint64_t seed;
