@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-bench's GPU timings (bench.h): what each stage of a workload's
  * frame costs alone, and the same MLP in plain cuBLAS. */
 #include <cuda_runtime_api.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-bench's parts: the workloads, and each stage of one timed alone
  * on the GPU (bench-gpu.c). */
 #ifndef PP_BENCH_H

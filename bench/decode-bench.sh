@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A 1080p H.264 file through NVDEC into cudamlp, four ways, timed in-process
 # in the steady state: the pipeline prerolls first (decoder and cudamlp
 # opened, cudamlp tuned, the first frame at the sink) and PLAYING to EOS is

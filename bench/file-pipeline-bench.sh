@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The file -> cudamlp -> file pipeline with uringsrc/uringsink against
 # filesrc ! rawvideoparse / filesink: frames/s and CPU seconds per GB of
 # frames, timed in-process from PLAYING to EOS (build/bench/pp-io-bench),

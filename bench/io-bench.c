@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* pp-io-bench: runs one gst-launch description to EOS and prints
  *   <units> <seconds> <cpu seconds>
  * timed from PLAYING to EOS in this process, so plugin loading and pipeline

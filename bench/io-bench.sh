@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # uringsrc vs filesrc and uringsink vs filesink on a large file, from the
 # page cache and with O_DIRECT, against fio's io_uring engine at the same
 # block size and queue depth: MB/s (1 MB = 10^6 bytes) and CPU seconds per

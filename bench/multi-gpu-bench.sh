@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # On a host with two GPUs or more, in one run: one cudamlp on GPU 0 and
 # spread over GPUs 0 and 1, then S streams (one cudamlp each) on GPU 0 and
 # over both; prints each table and the 2-GPU / 1-GPU ratio of the best

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Where the network pair's round trip goes, frame by frame.
 
 Joins the sender's `pingpong-launch --latency-log` (index, made, back: ns of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # What the network pair adds to a frame's latency: FRAMES live frames
 # (1080p GRAY8 at 30 fps by default) through cudamlp in one local pipeline,
 # then through pipelines/sender.sh -> receiver.sh -> back, between two

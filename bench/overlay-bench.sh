@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # How long scoreoverlay takes per frame: 1920×1080 frames with their scores
 # (cudamlp mapping=patches, 16×16, the brightness model), drawn over I420
 # and RGBx, a patch grid and smoothed; GStreamer's latency tracer times the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* scoreoverlay's drawing alone, on one core: a 1920×1080 frame of each
  * format, a 16×16 patch grid of scores, drawn FRAMES times as a grid and
  * smoothed; prints the median time per frame. What the element adds per

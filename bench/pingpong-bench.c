@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-bench: each reference workload of docs/ARCHITECTURE.md (seed, hd,
  * hd-nv12, hd-luma, tiny, balanced, deep) through cudamlp on the GPU with slots = 1, 2, 3, 4, in a
  * real pipeline:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Start-up of `videotestsrc num-buffers=1 ! cudamlp ! fakesink` on the GPU,
 # against CUDA's own start, each run a fresh process: cold (an empty plan
 # cache), cached (the plan kept by the run before), and on the CPU backend.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The floor under the network pair: FRAMES frames of SIZE bytes sent over
 one TCP connection, a frame every 1/RATE s, each stamped with the monotonic
 clock when its send began; the receiver prints p50/p99 of when the frame's

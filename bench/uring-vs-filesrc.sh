@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # uringsrc against filesrc as a user runs them: whole gst-launch-1.0
 # processes (start, plugin load and exit included) reading one file to
 # fakesink, in pairs whose order alternates, so drift hits both alike.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cuda-api-cost: what each CUDA runtime call the per-frame path could use
  * costs the calling CPU thread on this machine, in microseconds (median of
  * batches), so the backend's choice of calls rests on numbers:

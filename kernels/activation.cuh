@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Activations as a kernel's template parameter: identity and ReLU (the
  * common cases, and the seed's) compile to nothing or one max, so the
  * tiled kernels keep their registers; every other kind goes through

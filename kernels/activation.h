@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The element-wise activations a layer may end with, PyTorch's definitions,
  * one function for the CPU and the GPU so both backends compute the same
  * thing. On the GPU the kind is the same for every thread of a launch, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bias and activation on their own, in place: the epilogue for GEMMs that
  * lack one (cuBLAS's plain sgemm in the reference path, cuBLASLt for the
  * activations its epilogues don't have). */

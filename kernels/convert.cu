@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* X as floats on its own: bytes to x/255 (through the same gather as the
  * GEMM loaders) or floats copied, for GEMMs that only read floats (cuBLAS). */
 #include "gemm_mainloop.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A pitched copy inside device memory as a kernel: a frame's plane from
  * upstream's CUDA memory into the slot's frame. cudaMemcpy2DAsync does the
  * same on a copy engine at ~100 GB/s for 1080p NV12 rows (31 µs on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The MLP's math on the CPU: the reference the CUDA kernels are checked
  * against, and what the CPU backend runs. Plain C; weights are packed once
  * into column panels so the inner loop streams contiguous memory. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* C-callable launchers for the CUDA kernels. Each takes its stream
  * explicitly, checks its shapes (cudaErrorInvalidValue), launches, and
  * returns cudaGetLastError(). Nothing here touches the default stream.

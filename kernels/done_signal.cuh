@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A frame's done signal (pp_cuda_done_signal), raised at the end of a
  * kernel that does a frame's whole work: the host polls a word of its own
  * memory instead of recording an event after the kernel and querying it,

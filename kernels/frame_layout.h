@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* How the bytes of one input frame become the N×K float matrix X the MLP reads.
  *
  * Shared by the CPU reference and the CUDA kernels, so both index frames the

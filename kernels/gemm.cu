@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* GEMM with bias and activation: C = act(X · Wt + bias), X gathered from
  * frame bytes or floats (gemm_mainloop.cuh). Every layer of the MLP but a
  * last one narrow enough for the row-dot kernel. */

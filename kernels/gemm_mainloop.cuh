@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The FP32 SIMT GEMM mainloop shared by gemm.cu and mlp_fused.cu:
  * acc = X[m0:m0+BM, :] · Wt[:, n0:n0+BN], with X gathered through pp_cuda_a.
  *

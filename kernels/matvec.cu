@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A last layer with few outputs, its bias and activation fused:
  * y[i][o] = act(h[i]·w1[o] + b1[o]). One warp per row of H; each lane keeps
  * a partial sum per output, so H is read once whatever O is. O = 1 is the

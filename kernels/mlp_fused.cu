@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A two-layer MLP in one kernel when O = 1 and D ≤ 256: each block computes
  * complete rows of H = act(X·W0ᵀ + b0) in registers (its tile spans all of
  * D), multiplies them by w1 and reduces across the threads of each row with

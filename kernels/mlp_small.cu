@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A whole two-layer MLP for small frames, spread over many blocks. The
  * tiled kernels (gemm.cu, mlp_fused.cu) give each block 64-256 rows, so a
  * frame of 256 rows runs on one to four of the H100's 132 SMs and takes

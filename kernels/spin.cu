@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A kernel that only waits: queued before a region timed with events, it
  * keeps the GPU busy while the CPU enqueues the region, so the events time
  * the GPU's work and not the gaps between launches. */

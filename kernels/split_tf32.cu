@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Near FP32's accuracy from TF32 tensor cores, for a first layer that
  * reads a frame's bytes. A byte u is an integer, and u − 128 (−128..127) is
  * exact in TF32. X = u·scale + bias, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Camera pipeline: a V4L2 camera straight into cudamlp (one score per 16×16
 # patch) -> fakesink, printing the element's stats at the end (Ctrl-C stops
 # it). No videoconvert: the camera's YUY2, UYVY, NV12 or I420 goes in as it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Sourced by the pipeline scripts: finds the plugin in the build tree unless
 # GST_PLUGIN_PATH already points somewhere.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Fake-source latency pipeline: synthetic frames -> cudamlp -> fakesink, with
 # GStreamer's latency tracer timing each frame from source to sink.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # File pipeline: frames from a file -> cudamlp -> results to a file (uringsink).
 # Raw GRAY8 frames are read with io_uring straight into cudamlp's pinned pool;
 # an encoded video (.mp4, .mkv, .webm, .mov) is decoded by decodebin (NVDEC on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The scores drawn over the video: cudamlp mapping=patches, then scoreoverlay
 # (cudamlp then pushes the frames with their scores attached), in the two
 # ways a user runs it:

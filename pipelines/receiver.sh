@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The GPU host's half of the network pair (the other: sender.sh, on the
 # capture host CAPTURE_HOST): it connects to the sender, takes its frames
 # (TCP, GDP), runs them through cudamlp and sends the scores back the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The capture host's half of the network pair (the other: receiver.sh, on
 # the GPU host, which connects here): frames leave over TCP as GDP
 # (gdppay: caps, timestamps and events travel with them), the scores come

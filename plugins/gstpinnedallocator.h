@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* GstAllocator for frame memory that the GPU's copy engines (and io_uring)
  * can use in place: page-aligned anonymous memory, page-locked with
  * cudaHostRegister when the CUDA backend runs. cudamlp offers pools of it

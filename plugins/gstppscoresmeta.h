@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* GstPpScoresMeta: a video frame's MLP results, attached by
  * `cudamlp output=video-meta`, so that any element or appsink downstream
  * has the frame and its scores together (scoreoverlay draws them).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Drawing scores over a frame: which colormap entry each pixel gets (from
  * a GstPpScoresMeta's grid), and blending those colours into the frame's
  * components, whatever its format's planes and subsampling. Plain loops

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What uringsrc and uringsink share: the io-mode enum, and registering
  * pool memory with io_uring for exactly as long as the memory lives. */
 #ifndef GST_PP_URING_COMMON_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 #include "arrivals.h"
 
 /* An interval within a quarter of the mean (or 20 µs) counts as steady;

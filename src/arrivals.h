@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* When a paced stream's next frame is due, from the intervals between the
  * frames before it. The engine's consumer sleeps until shortly before then
  * and waits for the frame awake (engine_paced.c): a thread asleep for a

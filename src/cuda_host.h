@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Page-locking host memory for the GPU's copy engines. Without CUDA in the
  * build these fail (register) or do nothing (unregister). */
 #ifndef PP_CUDA_HOST_H

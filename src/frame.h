@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Builds the pp_frame_layout for a frame format and mapping: how many
  * samples (N) a frame gives, how many inputs each (K), and where each input
  * byte lives. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Host memory for frames before any pinning: anonymous, page-aligned
  * mappings, which cudaHostRegister, O_DIRECT and io_uring's fixed buffers
  * all accept. Pinning is the CUDA module's (pp_host_alloc in backend.h). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The perceptron every frame runs through: 1 to PP_MAX_LAYERS Linear
  * layers, each followed by an element-wise activation (identity for none):
  *

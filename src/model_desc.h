@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The text that says what a model is, where a state_dict cannot: its
  * Linear layers in order and the activation after each. The grammar, also
  * in the README ("Models"):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reader for the safetensors format (what safetensors.torch.save_file and
  * safetensors.numpy.save_file write): an 8-byte little-endian header length,
  * a JSON header naming each tensor's dtype, shape and byte range, then the

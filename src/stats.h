@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Per-frame latency and stage-time records, summarised on request. */
 #ifndef PP_STATS_H
 #define PP_STATS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A timeline of what cudamlp does, written as Chrome trace-event JSON
  * (Perfetto and chrome://tracing open it): host spans on one track per
  * thread, the device's stages of each frame on one track per slot, all on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* File reads and writes with several requests in flight, over io_uring
  * (liburing), prepared in batches and submitted together. Each request
  * carries a caller's tag; requests complete in any

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs the build into a scratch DESTDIR and checks the installed
 # layout: the plugins link no CUDA library, and the installed plugin finds
 # the installed CUDA module beside it (<libdir>/pingpong), not the build

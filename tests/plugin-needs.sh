@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The plugins link GLib, GStreamer (its CUDA library included, which opens
 # the driver itself at run time) and liburing, and no CUDA library: those
 # come with the CUDA module, opened on demand. Checks the ELF NEEDED entries

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Runs a command as on a machine without the CUDA libraries: in a mount
 # namespace of its own, /dev/null is bound over every CUDA library the CUDA
 # module links (and the driver's libcuda), so the loader cannot open them.

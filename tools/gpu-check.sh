@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # On a GPU host, from the project root (docs/GPU-HOST.md): the 'gpu' test
 # suite, the CUDA tests under compute-sanitizer (memcheck and racecheck),
 # and the benchmark. Logs go to $LOGS (default ./gpu-logs).

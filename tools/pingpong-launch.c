@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-launch: gst-launch-1.0 for the network pipelines (pipelines/
  * sender.sh, receiver.sh), with what gst-launch cannot tell:
  *

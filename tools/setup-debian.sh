@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Everything a fresh Debian 12 machine needs, then a build in ./build and the
 # main pipeline (pipelines/fakesrc-latency.sh) as proof that it works.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The MLP through plain cuBLAS, each step its own call: conversion kernel,
  * then per layer cublasSgemm (cublasSgemv for a last layer with one
  * output) and a bias + activation kernel. What "the same math with cuBLAS"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Helpers shared by the tests: a seeded random source, an independent
  * double-precision reference of the MLP, and error measures. */
 #ifndef PP_TESTUTIL_H

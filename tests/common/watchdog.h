@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A watchdog for tests that could hang: past its deadline it prints what
  * every thread of the process is doing (the kernel's wait channel and
  * stack where readable, and a user-space backtrace taken by signalling the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The start and the end of every element test's main(). Include after
  * gst/gst.h and cmocka.h. */
 #ifndef PP_TEST_GSTMAIN_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What the io_uring element tests share: running a gst-launch description
  * to EOS. Include after cmocka.h. */
 #ifndef PP_TEST_PIPERUN_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudamlp's pinned allocator keeps the blocks of frames it finished and
  * hands them to the next allocation of the same size (an upstream element
  * that allocates every frame from the ALLOCATION query's allocator, such as

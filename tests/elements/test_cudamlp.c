@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudamlp through GstHarness and real pipelines: results against an
  * independent reference for every format and mapping, timestamps, ordering of
  * events, EOS, flush, caps changes, errors, and state cycles. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Frames that come over the network pair's transport (gdppay !
  * gdpdepay, as pipelines/receiver.sh gets them) reach cudamlp in its own
  * allocator's memory, which gdpdepay takes from the ALLOCATION query, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudamlp with device-id spreading its slots over several devices: every
  * frame's result against an independent float64 reference, in input order
  * with its own timestamps, the per-device stats adding up, and the errors a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudamlp output=video-meta and scoreoverlay: a frame whose left half is
  * dark and right half bright, through a model whose score is the mean
  * brightness of its input, drawn and read back: the right half takes the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* PINGPONG_TRACE: cudamlp's Chrome trace of a run is valid JSON in the
  * trace-event format (read back with json-glib); every frame has its host
  * spans (wait for slot and submit inside chain, completion, push) and its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* uringsrc and uringsink in real pipelines: round trips on files that are
  * not a multiple of the block size, buffered and O_DIRECT, several queue
  * depths, the forced pread/pwrite fallback, seeking, EOS with writes in

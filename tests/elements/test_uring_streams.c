@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* uringsrc and uringsink on streams, the way filesrc and filesink take
  * them: a FIFO, a pipe, stdin and a character device, read at their current
  * position with no size and no seeking until the writer closes. Every case

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* YUV frames straight into cudamlp: every format × mapping × color against a
  * float64 reference of the conversion (built from GStreamer's own
  * description of the format and colorimetry) and of the MLP; the picture a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The model loader under fuzzing: whatever bytes a user's file holds, and
  * whatever text the layers property gets, loading ends in a model whose
  * layers chain or in an error with a message, and frees everything.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Runs the fuzz target once per corpus file, as a regular test on every
  * build (gcc, ASan in CI): each input the fuzzer kept, and each regression
  * it found, stays checked. Arguments: files or directories of them. */

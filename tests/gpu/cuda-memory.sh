@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Frames already on the GPU: `cudaupload ! cudamlp` and `nvh264dec ! cudamlp`
 # (CUDA memory, no converter between) give the scores the system-memory path
 # gives for the same frames, and cudamlp counts every frame as read on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Exit 0 when a CUDA device is usable, 77 (skipped) otherwise: for the GPU
  * suite's scripts. */
 #include <cuda_runtime_api.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Shared by the GPU kernel tests (test_cuda_kernels.c, test_cuda_blas.c):
  * device buffers, inputs made from random frames, and the float64
  * reference with its error bound. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Helpers for the GPU kernel tests: every buffer on kc_stream, every CUDA
  * call checked (a failure fails the test). */
 #ifndef PP_KERNEL_CHECK_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Every CUDA kernel against a float64 CPU reference on fresh random inputs,
  * its output poisoned with NaN first so an unwritten element fails, at
  * shapes that are multiples of no tile (N=1000, K=777, D=300, O=1 and 7) and

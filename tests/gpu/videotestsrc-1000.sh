@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The GPU issue's done-when pipeline: 1000 1024×1024 GRAY8 frames through
 # cudamlp on the GPU, to EOS, all 1000 counted by the element.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """tools/pingpong-export: what it writes (tensor names, metadata, dtypes),
 the command line, and every refusal naming the module and its position."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Sourced: two network namespaces, $cap (10.213.0.1, the capture host) and
 # $gpu (10.213.0.2, the GPU host), joined by a veth pair, as a capture host and a GPU host
 # would be; removed, with whatever still runs in them, at exit. Needs root

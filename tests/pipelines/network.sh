@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # pipelines/sender.sh and receiver.sh between two network namespaces joined
 # by a veth pair, as a capture host and a GPU host would be:
 # - every frame's scores come back, in order, equal (byte for byte) to a

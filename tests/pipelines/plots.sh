@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # tools/pingpong-plots on a small CPU run, so the script cannot rot: the
 # benchmark on the CPU (tiny, 1–3 slots) with a trace, then the three
 # pictures, each checked to be a PNG of some size.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A model built and saved with PyTorch gives, through cudamlp in a real
 gst-launch pipeline, the outputs of PyTorch's own forward on the same frames:
 the seed's two-layer convention saved plainly (and the warning that says what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A backend for the engine's tests: it "computes" output[0] = input[0] * 2
  * + 1 and completes its slots in random order after random delays, and can
  * hold completions back, refuse submits, fail frames or keep results in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* One backend spread over several (device-id="0,1"): slot i goes to part
  * i mod n as its slot i / n, results come out in submission order whatever
  * order the parts finish in, errors come out with their frame, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* kernels/cpu_mlp against straight-from-the-definition loops in double, on
  * random inputs and shapes that are not multiples of the panel or row block. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The engine's contract: results in submission order whatever order slots
  * finish in, markers where they were pushed, back-pressure, drain, flush,
  * teardown with frames in flight; and the CPU backend's results. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Frame → X: layouts for every pixel format and both mappings, and the
  * gather that builds X, against an image the test encodes itself. */
 #include <setjmp.h>

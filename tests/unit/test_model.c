@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Model loading: real files written by safetensors.torch.save_file and by
  * tools/pingpong-export, checked against PyTorch's forward; descriptions of
  * the layers (metadata, the layers property, the old convention); and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* src/uring_io: reads and writes with several requests in flight, on files
  * whose size is not a multiple of the request size, with io_uring and with
  * the forced pread/pwrite fallback, buffered and O_DIRECT; errors. */
