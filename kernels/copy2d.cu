@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* A pitched copy inside device memory as a kernel: a frame's plane from
  * upstream's CUDA memory into the slot's frame. cudaMemcpy2DAsync does the
- * same on a copy engine at ~100 GB/s for 1080p NV12 rows (31 µs on the
- * H100, docs/PERFORMANCE.md); SMs copy at memory bandwidth. */
+ * same on a copy engine, far below memory bandwidth for rows as short as
+ * a frame's (docs/PERFORMANCE.md); SMs copy at memory bandwidth. */
 #include "cuda_kernels.h"
 
 namespace

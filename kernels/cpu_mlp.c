@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* The MLP on the CPU, layer by layer over packed weights (cpu_mlp.h). */
 #include "cpu_mlp.h"
 
 #include <string.h>

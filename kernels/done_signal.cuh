@@ -2,8 +2,7 @@
 /* A frame's done signal (pp_cuda_done_signal), raised at the end of a
  * kernel that does a frame's whole work: the host polls a word of its own
  * memory instead of recording an event after the kernel and querying it,
- * which costs a paced frame a driver call on each side (H100 numbers in
- * docs/PERFORMANCE.md). */
+ * which costs a paced frame a driver call on each side. */
 #ifndef PP_DONE_SIGNAL_CUH
 #define PP_DONE_SIGNAL_CUH
 

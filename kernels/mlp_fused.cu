@@ -10,8 +10,8 @@
 namespace
 {
 
-/* Two blocks per SM: one alone left the SM at 12.5% occupancy, stalled on
- * latency (ncu, H100). */
+/* Two blocks per SM: one alone leaves the SM at an eighth of its warps,
+ * stalled on latency. */
 template <int BN, int HIDDEN, int OUT>
 __global__ void __launch_bounds__(256, 2)
     mlp_fused(const pp_cuda_a x, unsigned m, unsigned k, const float *__restrict__ w0t,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* A whole two-layer MLP for small frames, spread over many blocks. The
  * tiled kernels (gemm.cu, mlp_fused.cu) give each block 64-256 rows, so a
- * frame of 256 rows runs on one to four of the H100's 132 SMs and takes
- * 18-54 µs for 8 MFLOP. Here a block owns only RB rows (1-8) and its 256
+ * frame of 256 rows runs on one to four of a GPU's hundred-odd SMs, taking
+ * far longer than its few MFLOP need. Here a block owns only RB rows (1-8) and its 256
  * threads split the hidden units and K between them:
  *
  *   thread t computes hidden units 4q..4q+3 (q = t % (DP / 4)) over the
@@ -62,9 +62,7 @@ __launch_bounds__(kThreads)
     const unsigned kn = min((unsigned) kKC, k - k0);
     if (4 * q < d) {
       /* A thread's loads of W all in flight at once (tiny: 16 float4s): the
-       * loop waits on L2 once per pass, not on the FMAs. tiny's MLP on the
-       * H100: 8.5 µs with four scalar loads in flight, 6.8 with sixteen,
-       * 5.8-5.9 with sixteen float4s (docs/PERFORMANCE.md). */
+       * loop waits on L2 once per pass, not on the FMAs. */
       const float4 *w = reinterpret_cast<const float4 *>(w0t + (size_t) k0 * ldw) + q;
 #pragma unroll 16
       for (unsigned kk = ks; kk < kn; kk += KS) {

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The core's log handler, installed once per process, writing to GStreamer's
+ * "pingpong" category. */
 #include "corelog.h"
 
 #include <gst/gst.h>

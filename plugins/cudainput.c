@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Frames in CUDA memory through GStreamer's CUDA library (cudainput.h):
+ * contexts shared, memory read in place. */
 #include "cudainput.h"
 
 #ifdef PP_HAVE_GST_CUDA

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp's side of GstContext: finding, asking for and announcing the
+ * shared CUDA context. */
 #include "cudamlpcontext.h"
 
 #include "cudainput.h"

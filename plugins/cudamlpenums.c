@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp's enum types, each value described for gst-inspect-1.0. */
 #include "cudamlpenums.h"
 
 #include <gst/gst.h>
@@ -56,8 +57,7 @@ DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
               "The thread that pushes results waits for each frame itself, sleeping until it is "
               "nearly due, then polling: no hand-off between threads",
               "consumer" },
-            { PP_COMPLETION_AUTO,
-              "consumer, measured at least as fast as event-thread at every slot count", "auto" })
+            { PP_COMPLETION_AUTO, "consumer: no hand-off between threads", "auto" })
 
 DEFINE_ENUM(gst_cuda_mlp_tuning_get_type, "GstCudaMlpTuning",
             { PP_TUNING_CACHED,

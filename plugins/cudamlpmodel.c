@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Loading or generating cudamlp's weights, cached by the settings they came
+ * from. */
 #include "cudamlpmodel.h"
 
 GST_DEBUG_CATEGORY_EXTERN(gst_cuda_mlp_debug);

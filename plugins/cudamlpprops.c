@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp's properties: installed with their descriptions, read and written
+ * under the object lock. */
 #include "cudamlpprops.h"
 
 #include "cudamlpenums.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp's stats structure and the element message that carries it at EOS. */
 #include "cudamlpstats.h"
 
 GST_DEBUG_CATEGORY_EXTERN(gst_cuda_mlp_debug);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cudamlp's Chrome trace: opened at start where asked for, written at stop. */
 #include "cudamlptrace.h"
 
 #include "debug_env.h"

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* GstPpScoresMeta: registering the meta, adding it to a frame, and copying
+ * it with the frame. */
 #include "gstppscoresmeta.h"
 
 GType

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* uringsink: buffers written with io_uring, several writes in flight. */
 #ifndef GST_URING_SINK_H
 #define GST_URING_SINK_H
 

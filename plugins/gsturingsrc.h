@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* uringsrc: a file read with io_uring, several reads ahead, into pool buffers. */
 #ifndef GST_URING_SRC_H
 #define GST_URING_SRC_H
 
@@ -39,15 +40,15 @@ struct _GstUringSrc {
    * in flight at a time (in order), EOS when the writer closes. */
   gboolean stream;
   gboolean stream_ended;
-  GstPpRing reads;  /* GstUringRead, oldest first; queue-depth of them */
-  guint window;     /* reads kept ahead now, 1..queue-depth (adapt_window) */
-  guint ready_run;  /* reads in a row that were done when wanted */
-  guint64 read_pos; /* where the next read-ahead starts */
-  guint64 expected; /* the offset create() should be asked for next */
-  guint block;      /* bytes per read */
-  guint64 frame_bytes;  /* of the caps property, or 0 */
-  gint fps_n, fps_d;     /* their framerate, 0/1 without one */
-  gboolean timed;        /* buffers are frames: timestamps from the frame number */
+  GstPpRing reads;     /* GstUringRead, oldest first; queue-depth of them */
+  guint window;        /* reads kept ahead now, 1..queue-depth (adapt_window) */
+  guint ready_run;     /* reads in a row that were done when wanted */
+  guint64 read_pos;    /* where the next read-ahead starts */
+  guint64 expected;    /* the offset create() should be asked for next */
+  guint block;         /* bytes per read */
+  guint64 frame_bytes; /* of the caps property, or 0 */
+  gint fps_n, fps_d;   /* their framerate, 0/1 without one */
+  gboolean timed;      /* buffers are frames: timestamps from the frame number */
   guint64 stat_reads, stat_bytes, stat_registered;
 };
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* Scores drawn over a frame: colormap lookup per grid cell or per pixel,
+ * blended per format. */
 #include "scoredraw.h"
 
 #include <math.h>

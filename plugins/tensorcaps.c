@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Caps read as frame layouts and written from them, for raw video and
+ * NNStreamer's tensors. */
 #include "tensorcaps.h"
 
 #include <gst/video/video.h>

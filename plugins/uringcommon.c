@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* What the io_uring elements share: the io-mode enum, pool memory registered
+ * as fixed buffers, a ring of requests. */
 #include "uringcommon.h"
 
 #include <string.h>

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* A paced stream's arrivals: a running mean of the intervals and whether
+ * they are steady. */
 #include "arrivals.h"
 
 /* An interval within a quarter of the mean (or 20 µs) counts as steady;

@@ -4,7 +4,7 @@
  * and waits for the frame awake (engine_paced.c): a thread asleep for a
  * millisecond wakes tens of µs after it is signalled on a VM, which a
  * paced frame would otherwise wait on every time (docs/PERFORMANCE.md,
- * issue 9). No GStreamer, no threads: the engine holds its lock. */
+ * "Latency"). No GStreamer, no threads: the engine holds its lock. */
 #ifndef PP_ARRIVALS_H
 #define PP_ARRIVALS_H
 

@@ -173,9 +173,8 @@ pp_host_free(void *ptr, size_t size, bool pinned)
 }
 
 /* The consumer waiting for its frames itself saves one thread waking
- * another on every frame, and carried as many frames or more than the
- * event thread at every slot count measured (docs/PERFORMANCE.md,
- * "Completion"). */
+ * another on every frame; docs/PERFORMANCE.md ("Completion") compares it
+ * with the event thread. */
 pp_completion
 pp_completion_resolve(pp_completion completion)
 {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The debugging environment variables, read in this one place. */
 #include <glib.h>
 
 #include "debug_env.h"

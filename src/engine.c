@@ -183,8 +183,8 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
   __atomic_store_n(&t->submitting, true, __ATOMIC_RELEASE);
   /* A consumer watching for this frame awake submits it itself: its calls
    * into the backend run warm, where this thread's, asleep since the last
-   * frame, run cold (a launch and an event record after 33 ms asleep:
-   * 54 µs, after a warm-up on the same thread 7; tools/cuda-api-cost).
+   * frame, run cold: a launch and an event record from a thread that slept
+   * cost several times what they cost warm (dev/cuda-api-cost.cu).
    * Frames behind one left to the consumer are left to it too, so the
    * backend sees them in order. */
   t->deferred = e->deferring > 0 || (e->watching && g_queue_is_empty(&e->order));
@@ -192,7 +192,7 @@ pp_engine_submit(pp_engine *e, unsigned index, const pp_job *job, void *user, ch
   e->slots[s] = (slot){ .busy = true, .ticket = index };
   e->next_seq++;
   g_queue_push_tail_link(&e->order, &t->entry.link);
-  /* A consumer asleep on an empty queue now waits with a deadline (poll). */
+  /* A consumer asleep on an empty queue waits with a deadline (poll). */
   __atomic_add_fetch(&e->announced, 1, __ATOMIC_RELEASE);
   g_cond_signal(&e->item_ready);
   const bool deferred = t->deferred;

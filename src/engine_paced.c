@@ -6,21 +6,18 @@
 #include "stats.h"
 
 /* A paced frame's consumer is woken this long before the frame is due
- * (a millisecond's sleep overshoots by 20-50 µs on a VM's timer), and
- * watches for it awake until this long after. Per frame that is about
- * 100 µs of a core at most, spent only when frames come at a steady pace
- * of 0.2-100 ms (arrivals.c): 10% of a core at 1 kHz, 0.3% at 30 fps. */
+ * (longer than a sleep's overshoot on a VM's timer), and watches for it
+ * awake until this long after: at most the two together of a core per
+ * frame, spent only when frames come at a steady pace (arrivals.c). */
 #define PREWAKE_LEAD_NS (100 * 1000)
 #define PREWAKE_GRACE_NS (100 * 1000)
 
 /* Takes the lock without sleeping on it while its holder is about to let
  * go: the producer announces a frame with the lock held, so a watching
  * consumer that sees it at once finds the lock taken, and g_mutex_lock
- * would put it to sleep on the futex, to be woken on a VM µs later. For
- * at most LOCK_SPIN_NS, then it sleeps as usual. Tiny at 1 kHz on the
- * H100, three runs each, alternating: 23.6, 23.2, 22.3 µs p50 at 1 slot
- * against 28.0, 25.1, 26.1 with g_mutex_lock (2 slots: 25.1, 24.4, 24.2
- * against 27.1, 25.8, 27.3). */
+ * would put it to sleep on the futex, to be woken on a VM µs later, which
+ * shows in a paced frame's latency. For at most LOCK_SPIN_NS, then it
+ * sleeps as usual. */
 #define LOCK_SPIN_NS (20 * 1000)
 
 static void

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* Frame layouts: samples, inputs per sample and where each input lies, per
+ * format and mapping. */
 #include "frame.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* Anonymous, page-aligned host memory for frames. */
 #include "host_memory.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The libraries' log: a handler the application installs, GLib's debug log
+ * until then. */
 #include <glib.h>
 
 #include "log.h"

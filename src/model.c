@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* Models: from safetensors files, from a layers description, or generated;
+ * checked and described. */
 #include "model.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* The model description's grammar: parsed and printed. */
 #include "model_desc.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The plan cache: entries keyed, read, checked and written atomically. */
 #include "plan_cache.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* The safetensors reader: the header parsed and each tensor's bytes located
+ * and converted. */
 #include "safetensors.h"
 
 #include <errno.h>

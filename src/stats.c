@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* Latency and stage-time records, and their percentiles. */
 #include "stats.h"
 
 #include <glib.h>

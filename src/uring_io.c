@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* File I/O over io_uring, prepared in batches, with a pread/pwrite fallback. */
 #include "uring_io.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The benchmark's per-stage GPU timings of a configured backend. */
 #include "bench_timing.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* CUDA errors turned into -EIO and a message naming the call. */
 #include "check.h"
 
 #include <errno.h>

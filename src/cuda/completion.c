@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Each frame's completion, reported in order from its event or done signal. */
 #include "completion.h"
 
 #include <errno.h>
@@ -243,7 +244,8 @@ pp_cuda_completion_wait(pp_cuda_completion *c, unsigned slot, int64_t timeout_ns
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     slack_set = true;
   }
-  /* The consumer's thread may be any of the pipeline's (0.1 µs if bound). */
+  /* The consumer's thread may be any of the pipeline's: bind the device
+   * (cheap when already bound). */
   seen_how how = SEEN_AT_ONCE;
   cudaError_t err = pp_cuda_device_bind(c->device);
   if (err == cudaSuccess)

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* The MLP as plain cuBLAS calls, the reference the GPU tests and the
+ * benchmark compare with. */
 #include "cublas_reference.h"
 
 #define TRY_BLAS(call)                                                                             \

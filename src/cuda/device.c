@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A backend's device: its context (primary or shared), set-up stream, and
+ * description. */
 #include "device.h"
 
 #include <errno.h>

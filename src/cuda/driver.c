@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The CUDA driver calls for contexts, looked up once through the runtime. */
 #include "driver.h"
 
 #include <cuda_runtime_api.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One frame's way across the GPU, whole or in chunks, as its plan says. */
 #include "frame_path.h"
 
 #include "check.h"

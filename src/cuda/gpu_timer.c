@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Timing GPU work with events, and GPU times put on the host clock. */
 #include "gpu_timer.h"
 
 #include <glib.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The cuBLASLt module, opened on first use and its table checked. */
 #include "lt_loader.h"
 
 #include <dlfcn.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Page-locked host memory: registering and unregistering anonymous mappings
+ * with CUDA. */
 #include "pinned.h"
 
 #include <cuda_runtime_api.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The planner: candidates timed on the real shapes, the fastest kept as the
+ * plan. */
 #include "planner.h"
 
 #include <errno.h>

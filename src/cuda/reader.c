@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A frame layout turned into the kernels' frame reader. */
 #include "reader.h"
 
 void

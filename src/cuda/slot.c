@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One slot's GPU resources: streams, events, staging and graphs, made and
+ * freed. */
 #include "slot.h"
 
 #include <glib.h>

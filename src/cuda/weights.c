@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A model's weights uploaded once, in every form the kernels and cuBLAS
+ * read. */
 #include "weights.h"
 
 #include <glib.h>

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* The tests' helpers: random numbers, a float64 reference MLP, error
+ * measures. */
 #include "testutil.h"
 
 #include <glib.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* The tests' watchdog: every thread's state printed before a hang aborts. */
 #include "watchdog.h"
 
 #include <dirent.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* Running a pipeline description to EOS or an error, for the element tests. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The GPU issue's done-when pipeline: 1000 1024×1024 GRAY8 frames through
+# A thousand 1024×1024 GRAY8 frames through
 # cudamlp on the GPU, to EOS, all 1000 counted by the element.
 set -euo pipefail
 out=$(gst-launch-1.0 -m videotestsrc num-buffers=1000 ! video/x-raw,format=GRAY8,width=1024,height=1024 \

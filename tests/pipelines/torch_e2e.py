@@ -122,7 +122,7 @@ def main():
         ok = run(tmp, "gray_rows", "gray8", 64, 48, 1, "rows", 16, 64, 32, 1, True)
         ok &= run(tmp, "rgb_patches", "rgb", 40, 28, 3, "patches", 8, 192, 24, 3, False)
         nn = torch.nn
-        # The model: GELU between, no final activation; exported.
+        # A model as users train them: GELU between, no final activation; exported.
         torch.manual_seed(1)
         gelu = nn.Sequential(nn.Linear(64, 32), nn.GELU(), nn.Linear(32, 2))
         ok &= run(tmp, "gelu_exported", "gray8", 64, 48, 1, "rows", 16, 64, 32, 2, False,

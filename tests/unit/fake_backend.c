@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/* A backend the engine tests script: frames complete when and how a test
+ * says. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
