@@ -124,6 +124,6 @@ bench_time_gpu(const workload *w, const char *precision, const char *completion,
   if (b)
     b->ops->destroy(b);
   pp_model_free(model);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   return ok;
 }

@@ -164,7 +164,7 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   if (pp_plan_configure(self->engine, model, layout, self->active_slots, &plan, &outcome, &msg) <
       0) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."), ("%s", msg));
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     return FALSE;
   }
   if (outcome.warning && !self->plan_warned) {
@@ -203,7 +203,7 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
       !(model = gst_cuda_mlp_model_for(self, layout.k, &msg))) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
                       ("%s (caps %" GST_PTR_FORMAT ")", msg, caps));
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     return CAPS_REFUSED;
   }
   /* The caller has drained the frames of the old caps: the slots can be

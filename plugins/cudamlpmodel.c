@@ -149,7 +149,7 @@ gst_cuda_mlp_model_start(GstCudaMlp *self)
       ok = FALSE;
     }
   }
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   clear_settings(&s);
   return ok;
 }

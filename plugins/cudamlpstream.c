@@ -90,7 +90,7 @@ map_frame(GstCudaMlp *self, GstCudaMlpFrame *s, GstBuffer *buffer, GstBuffer *ou
     gst_clear_object(&ctx);
     if (where == PP_CUDA_INPUT_ERROR) {
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read a frame in CUDA memory."), ("%s", msg));
-      g_free(msg);
+      g_clear_pointer(&msg, g_free);
       gst_buffer_unref(buffer);
       gst_buffer_unref(output);
       return GST_FLOW_ERROR;
@@ -167,7 +167,7 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
     if (rc == -ECANCELED)
       return get_srcresult(self);
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot queue a frame."), ("%s", msg));
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     stop_stream(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }

@@ -42,6 +42,6 @@ gst_cuda_mlp_close_trace(GstCudaMlp *self)
   gchar *msg = NULL;
   if (pp_trace_close(g_steal_pointer(&self->trace), &msg) < 0) {
     GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("Cannot write the trace."), ("%s", msg));
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
   }
 }

@@ -89,7 +89,7 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   gchar *msg = NULL, *note = NULL;
   if (pp_backend_open(&options, NULL, NULL, &backend, &note, &msg) < 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot start the compute backend."), ("%s", msg));
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     return FALSE;
   }
   if (note) {

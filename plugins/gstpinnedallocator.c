@@ -90,7 +90,7 @@ pinned_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params)
     data = pp_host_alloc(bytes, self->pinned, &msg);
   if (!data) {
     GST_ERROR_OBJECT(self, "%s", msg);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     return NULL;
   }
   GstPpPinnedMemory *mem = g_new0(GstPpPinnedMemory, 1);

@@ -26,15 +26,10 @@ GST_DEBUG_CATEGORY_STATIC(gst_uring_sink_debug);
 #define DEFAULT_QUEUE_DEPTH 8
 #define DEFAULT_APPEND FALSE
 #define DEFAULT_FSYNC FALSE
-#define DEFAULT_IO_MODE PP_IO_AUTO
 
 enum {
-  PROP_0,
-  PROP_LOCATION,
-  PROP_QUEUE_DEPTH,
-  PROP_APPEND,
+  PROP_APPEND = GST_PP_URING_PROP_OWN,
   PROP_FSYNC,
-  PROP_IO_MODE,
   PROP_STATS,
 };
 
@@ -50,10 +45,10 @@ post_write_error(GstUringSink *self, int err)
 {
   if (err == ENOSPC)
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("No space left on the resource."),
-                      ("writing to \"%s\": %s", self->location, g_strerror(err)));
+                      ("writing to \"%s\": %s", self->file.location, g_strerror(err)));
   else
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
-                      ("Error while writing to file \"%s\".", self->location),
+                      ("Error while writing to file \"%s\".", self->file.location),
                       ("%s", g_strerror(err)));
 }
 
@@ -61,9 +56,9 @@ post_write_error(GstUringSink *self, int err)
 static GstFlowReturn
 complete_oldest(GstUringSink *self)
 {
-  GstUringWrite *w = gst_pp_ring_pop(&self->writes);
+  GstUringWrite *w = gst_pp_ring_pop(&self->file.requests);
   ssize_t result;
-  pp_io_wait(self->io, w, &result);
+  pp_io_wait(self->file.io, w, &result);
   const gsize want = w->map.size;
   gst_buffer_unmap(w->buffer, &w->map);
   gst_clear_buffer(&w->buffer);
@@ -81,7 +76,7 @@ static GstFlowReturn
 complete_all(GstUringSink *self)
 {
   GstFlowReturn flow = GST_FLOW_OK;
-  while (self->writes.count > 0) {
+  while (self->file.requests.count > 0) {
     const GstFlowReturn one = complete_oldest(self);
     if (flow == GST_FLOW_OK)
       flow = one;
@@ -93,7 +88,7 @@ complete_all(GstUringSink *self)
 static GstFlowReturn
 queue_write(GstUringSink *self, GstBuffer *buffer)
 {
-  if (self->writes.count == self->writes.size) {
+  if (self->file.requests.count == self->file.requests.size) {
     const GstFlowReturn flow = complete_oldest(self);
     if (flow != GST_FLOW_OK)
       return flow;
@@ -107,15 +102,15 @@ queue_write(GstUringSink *self, GstBuffer *buffer)
     gst_buffer_unmap(buffer, &map);
     return GST_FLOW_OK;
   }
-  gst_pp_registrar_add(self->registrar, buffer);
-  GstUringWrite *w = gst_pp_ring_push(&self->writes);
+  gst_pp_registrar_add(self->file.registrar, buffer);
+  GstUringWrite *w = gst_pp_ring_push(&self->file.requests);
   w->buffer = gst_buffer_ref(buffer);
   w->map = map;
-  const int rc = pp_io_submit(self->io, map.data, map.size, self->position, w);
+  const int rc = pp_io_submit(self->file.io, map.data, map.size, self->position, w);
   if (rc < 0) {
     gst_buffer_unmap(buffer, &w->map);
     gst_clear_buffer(&w->buffer);
-    gst_pp_ring_unpush(&self->writes);
+    gst_pp_ring_unpush(&self->file.requests);
     post_write_error(self, -rc);
     return GST_FLOW_ERROR;
   }
@@ -127,7 +122,7 @@ queue_write(GstUringSink *self, GstBuffer *buffer)
 static GstFlowReturn
 start_writes(GstUringSink *self, GstFlowReturn flow)
 {
-  const int rc = pp_io_flush(self->io);
+  const int rc = pp_io_flush(self->file.io);
   if (rc < 0 && flow == GST_FLOW_OK) {
     post_write_error(self, -rc);
     return GST_FLOW_ERROR;
@@ -158,19 +153,19 @@ static gboolean
 gst_uring_sink_event(GstBaseSink *bsink, GstEvent *event)
 {
   GstUringSink *self = GST_URING_SINK(bsink);
-  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && self->io) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && self->file.io) {
     /* EOS means the file is complete: every write, and the disk if asked. */
     gboolean ok = complete_all(self) == GST_FLOW_OK;
     GST_OBJECT_LOCK(self);
     const gboolean want_fsync = self->fsync;
     GST_OBJECT_UNLOCK(self);
     gchar *msg = NULL;
-    if (ok && want_fsync && pp_io_sync(self->io, &msg) < 0) {
+    if (ok && want_fsync && pp_io_sync(self->file.io, &msg) < 0) {
       GST_ELEMENT_ERROR(self, RESOURCE, SYNC,
-                        ("Error while writing to file \"%s\".", self->location), ("%s", msg));
+                        ("Error while writing to file \"%s\".", self->file.location), ("%s", msg));
       ok = FALSE;
     }
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     if (!ok) {
       gst_event_unref(event);
       return FALSE;
@@ -184,33 +179,10 @@ gst_uring_sink_start(GstBaseSink *bsink)
 {
   GstUringSink *self = GST_URING_SINK(bsink);
   GST_OBJECT_LOCK(self);
-  gchar *location = g_strdup(self->location);
-  const pp_io_options opts = { .access = self->append ? PP_IO_APPEND : PP_IO_WRITE,
-                               .mode = self->io_mode,
-                               .queue_depth = self->queue_depth };
+  const pp_io_options opts = { .access = self->append ? PP_IO_APPEND : PP_IO_WRITE };
   GST_OBJECT_UNLOCK(self);
-  if (!location || !*location) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name specified for writing."), (NULL));
-    g_free(location);
+  if (!gst_pp_uring_file_open(&self->file, GST_ELEMENT(self), opts, sizeof(GstUringWrite)))
     return FALSE;
-  }
-  gchar *msg = NULL;
-  const int rc = pp_io_open(location, &opts, &self->io, &msg);
-  if (rc < 0)
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
-                      ("Could not open file \"%s\" for writing.", location), ("%s", msg));
-  g_free(msg);
-  g_free(location);
-  if (rc < 0)
-    return FALSE;
-  const char *fallback = pp_io_fallback(self->io);
-  if (fallback && opts.mode == PP_IO_AUTO)
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                        ("io_uring is not available; writing with pwrite."), ("%s", fallback));
-  self->registrar = gst_pp_registrar_new(self->io);
-  /* A pipe takes writes in the order they run: one at a time. */
-  gst_pp_ring_init(&self->writes, sizeof(GstUringWrite),
-                   pp_io_is_stream(self->io) ? 1 : opts.queue_depth);
   /* Appends go after what is there (pp_io places them); the rest from 0. */
   self->position = 0;
   self->stat_writes = self->stat_bytes = 0;
@@ -221,13 +193,9 @@ static gboolean
 gst_uring_sink_stop(GstBaseSink *bsink)
 {
   GstUringSink *self = GST_URING_SINK(bsink);
-  if (!self->io)
-    return TRUE;
-  complete_all(self);
-  gst_pp_ring_clear(&self->writes);
-  gst_pp_registrar_detach(self->registrar);
-  g_clear_pointer(&self->registrar, gst_pp_registrar_unref);
-  g_clear_pointer(&self->io, pp_io_close);
+  if (self->file.io)
+    complete_all(self);
+  gst_pp_uring_file_close(&self->file);
   return TRUE;
 }
 
@@ -253,22 +221,16 @@ gst_uring_sink_set_property(GObject *object, guint prop_id, const GValue *value,
 {
   GstUringSink *self = GST_URING_SINK(object);
   GST_OBJECT_LOCK(self);
+  if (gst_pp_uring_file_set_property(&self->file, prop_id, value)) {
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_LOCATION:
-      g_free(self->location);
-      self->location = g_value_dup_string(value);
-      break;
-    case PROP_QUEUE_DEPTH:
-      self->queue_depth = g_value_get_uint(value);
-      break;
     case PROP_APPEND:
       self->append = g_value_get_boolean(value);
       break;
     case PROP_FSYNC:
       self->fsync = g_value_get_boolean(value);
-      break;
-    case PROP_IO_MODE:
-      self->io_mode = g_value_get_enum(value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -282,28 +244,23 @@ gst_uring_sink_get_property(GObject *object, guint prop_id, GValue *value, GPara
 {
   GstUringSink *self = GST_URING_SINK(object);
   GST_OBJECT_LOCK(self);
+  if (gst_pp_uring_file_get_property(&self->file, prop_id, value)) {
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_LOCATION:
-      g_value_set_string(value, self->location);
-      break;
-    case PROP_QUEUE_DEPTH:
-      g_value_set_uint(value, self->queue_depth);
-      break;
     case PROP_APPEND:
       g_value_set_boolean(value, self->append);
       break;
     case PROP_FSYNC:
       g_value_set_boolean(value, self->fsync);
       break;
-    case PROP_IO_MODE:
-      g_value_set_enum(value, self->io_mode);
-      break;
     case PROP_STATS:
-      g_value_take_boxed(
-          value, gst_structure_new(
-                     "application/x-uringsink-stats", "writes", G_TYPE_UINT64, self->stat_writes,
-                     "bytes", G_TYPE_UINT64, self->stat_bytes, "io", G_TYPE_STRING,
-                     self->io && pp_io_fallback(self->io) ? "pwrite" : "io_uring", NULL));
+      g_value_take_boxed(value,
+                         gst_structure_new("application/x-uringsink-stats", "writes", G_TYPE_UINT64,
+                                           self->stat_writes, "bytes", G_TYPE_UINT64,
+                                           self->stat_bytes, "io", G_TYPE_STRING,
+                                           gst_pp_uring_file_io_name(&self->file), NULL));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -316,7 +273,7 @@ static void
 gst_uring_sink_finalize(GObject *object)
 {
   GstUringSink *self = GST_URING_SINK(object);
-  g_free(self->location);
+  gst_pp_uring_file_clear(&self->file);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -333,14 +290,8 @@ gst_uring_sink_class_init(GstUringSinkClass *klass)
   object_class->get_property = gst_uring_sink_get_property;
   object_class->finalize = gst_uring_sink_finalize;
 
-  g_object_class_install_property(object_class, PROP_LOCATION,
-                                  g_param_spec_string("location", "File location",
-                                                      "Path of the file to write", NULL,
-                                                      CONFIG_FLAGS));
-  g_object_class_install_property(object_class, PROP_QUEUE_DEPTH,
-                                  g_param_spec_uint("queue-depth", "Queue depth",
-                                                    "Writes in flight", 1, PP_IO_MAX_DEPTH,
-                                                    DEFAULT_QUEUE_DEPTH, CONFIG_FLAGS));
+  gst_pp_uring_file_install_properties(object_class, "write", "Writes in flight",
+                                       DEFAULT_QUEUE_DEPTH);
   g_object_class_install_property(
       object_class, PROP_APPEND,
       g_param_spec_boolean("append", "Append", "Append to the file instead of truncating it",
@@ -349,10 +300,6 @@ gst_uring_sink_class_init(GstUringSinkClass *klass)
       object_class, PROP_FSYNC,
       g_param_spec_boolean("fsync", "fsync", "fsync() the file at EOS, so EOS means on disk",
                            DEFAULT_FSYNC, CONFIG_FLAGS));
-  g_object_class_install_property(object_class, PROP_IO_MODE,
-                                  g_param_spec_enum("io-mode", "I/O mode", "How writes are issued",
-                                                    GST_TYPE_PP_IO_MODE, DEFAULT_IO_MODE,
-                                                    CONFIG_FLAGS));
   g_object_class_install_property(
       object_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
@@ -376,9 +323,8 @@ gst_uring_sink_class_init(GstUringSinkClass *klass)
 static void
 gst_uring_sink_init(GstUringSink *self)
 {
-  self->queue_depth = DEFAULT_QUEUE_DEPTH;
+  gst_pp_uring_file_init(&self->file, DEFAULT_QUEUE_DEPTH);
   self->append = DEFAULT_APPEND;
   self->fsync = DEFAULT_FSYNC;
-  self->io_mode = DEFAULT_IO_MODE;
   gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
 }

@@ -5,8 +5,7 @@
 
 #include <gst/base/gstbasesink.h>
 
-#include "uring_io.h"
-#include "uringcommon.h"
+#include "uringfile.h"
 
 G_BEGIN_DECLS
 
@@ -24,17 +23,14 @@ typedef struct {
 struct _GstUringSink {
   GstBaseSink parent;
 
+  /* location, queue-depth, io-mode; from start to stop the open file and
+   * its writes in flight (GstUringWrite, oldest first). */
+  GstPpUringFile file;
   /* Properties, under the object lock. */
-  gchar *location;
-  guint queue_depth;
   gboolean append;
   gboolean fsync;
-  pp_io_mode io_mode;
 
   /* From start to stop. */
-  pp_io *io;
-  GstPpRegistrar *registrar;
-  GstPpRing writes; /* GstUringWrite, oldest first */
   guint64 position;
   guint64 stat_writes, stat_bytes;
 };

@@ -32,15 +32,10 @@ GST_DEBUG_CATEGORY_STATIC(gst_uring_src_debug);
 
 #define DEFAULT_QUEUE_DEPTH 16
 #define DEFAULT_DIRECT FALSE
-#define DEFAULT_IO_MODE PP_IO_AUTO
 #define BASESRC_DEFAULT_BLOCKSIZE 4096
 
 enum {
-  PROP_0,
-  PROP_LOCATION,
-  PROP_QUEUE_DEPTH,
-  PROP_DIRECT,
-  PROP_IO_MODE,
+  PROP_DIRECT = GST_PP_URING_PROP_OWN,
   PROP_CAPS,
   PROP_STATS,
 };
@@ -66,9 +61,9 @@ static void
 cancel_reads(GstUringSrc *self)
 {
   GstUringRead *r;
-  while ((r = gst_pp_ring_pop(&self->reads))) {
+  while ((r = gst_pp_ring_pop(&self->file.requests))) {
     ssize_t result;
-    pp_io_wait(self->io, r, &result);
+    pp_io_wait(self->file.io, r, &result);
     drop_read(r);
   }
 }
@@ -111,8 +106,8 @@ static gboolean
 may_read_ahead(GstUringSrc *self)
 {
   if (self->stream)
-    return self->reads.count == 0 && !self->stream_ended;
-  return self->reads.count < self->window && self->read_pos < self->file_size;
+    return self->file.requests.count == 0 && !self->stream_ended;
+  return self->file.requests.count < self->window && self->read_pos < self->file_size;
 }
 
 /* The read-ahead window follows the file: a read that is done when it is
@@ -129,7 +124,7 @@ adapt_window(GstUringSrc *self, gboolean was_ready)
   if (self->direct)
     return; /* O_DIRECT never meets the page cache: the window stays whole */
   if (!was_ready) {
-    self->window = MIN(self->window * 2, self->reads.size);
+    self->window = MIN(self->window * 2, self->file.requests.size);
     self->ready_run = 0;
   } else if (++self->ready_run >= READY_RUN_PER_WINDOW * self->window && self->window > 1) {
     self->window--;
@@ -144,7 +139,7 @@ adapt_window(GstUringSrc *self, gboolean was_ready)
 static GstFlowReturn
 read_ahead(GstUringSrc *self)
 {
-  if (!self->stream && self->reads.count + MAX(self->window / 4, 1) > self->window)
+  if (!self->stream && self->file.requests.count + MAX(self->window / 4, 1) > self->window)
     return GST_FLOW_OK;
   guint prepared = 0;
   while (may_read_ahead(self)) {
@@ -155,16 +150,17 @@ read_ahead(GstUringSrc *self)
     const GstFlowReturn flow = get_buffer(self, len, &buffer);
     if (flow != GST_FLOW_OK)
       return flow;
-    self->stat_registered += gst_pp_registrar_add(self->registrar, buffer);
-    GstUringRead *r = gst_pp_ring_push(&self->reads);
+    self->stat_registered += gst_pp_registrar_add(self->file.registrar, buffer);
+    GstUringRead *r = gst_pp_ring_push(&self->file.requests);
     r->buffer = buffer;
     r->offset = self->read_pos;
     gst_buffer_map(buffer, &r->map, GST_MAP_WRITE);
-    const int rc = pp_io_submit(self->io, r->map.data, len, r->offset, r);
+    const int rc = pp_io_submit(self->file.io, r->map.data, len, r->offset, r);
     if (rc < 0) {
       drop_read(r);
-      gst_pp_ring_unpush(&self->reads);
-      GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not read from file \"%s\".", self->location),
+      gst_pp_ring_unpush(&self->file.requests);
+      GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                        ("Could not read from file \"%s\".", self->file.location),
                         ("queuing a read of %u bytes at %" G_GUINT64_FORMAT ": %s", len,
                          self->read_pos, GST_PP_ERRNO_TEXT(rc)));
       return GST_FLOW_ERROR;
@@ -172,9 +168,10 @@ read_ahead(GstUringSrc *self)
     self->read_pos += self->block;
     prepared++;
   }
-  const int rc = prepared ? pp_io_flush(self->io) : 0;
+  const int rc = prepared ? pp_io_flush(self->file.io) : 0;
   if (rc < 0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not read from file \"%s\".", self->location),
+    GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                      ("Could not read from file \"%s\".", self->file.location),
                       ("submitting %u reads: %s", prepared, GST_PP_ERRNO_TEXT(rc)));
     return GST_FLOW_ERROR;
   }
@@ -197,18 +194,19 @@ gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **o
   if (flow != GST_FLOW_OK)
     return flow;
 
-  GstUringRead *r = gst_pp_ring_pop(&self->reads);
+  GstUringRead *r = gst_pp_ring_pop(&self->file.requests);
   if (!r) /* a stream whose writer closed */
     return GST_FLOW_EOS;
   if (!self->stream)
-    adapt_window(self, pp_io_done(self->io, r) == 1);
+    adapt_window(self, pp_io_done(self->file.io, r) == 1);
   ssize_t result;
-  pp_io_wait(self->io, r, &result);
+  pp_io_wait(self->file.io, r, &result);
   GstBuffer *buffer = gst_buffer_ref(r->buffer);
   drop_read(r);
   if (result < 0) {
     gst_buffer_unref(buffer);
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not read from file \"%s\".", self->location),
+    GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                      ("Could not read from file \"%s\".", self->file.location),
                       ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
     return GST_FLOW_ERROR;
   }
@@ -319,19 +317,10 @@ gst_uring_src_start(GstBaseSrc *bsrc)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
   GST_OBJECT_LOCK(self);
-  gchar *location = g_strdup(self->location);
-  const pp_io_options opts = { .access = PP_IO_READ,
-                               .mode = self->io_mode,
-                               .queue_depth = self->queue_depth,
-                               .direct = self->direct };
+  const pp_io_options opts = { .access = PP_IO_READ, .direct = self->direct };
   self->frame_bytes = frame_size_of(self->caps, &self->fps_n, &self->fps_d);
   GST_OBJECT_UNLOCK(self);
 
-  if (!location || !*location) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name specified for reading."), (NULL));
-    g_free(location);
-    return FALSE;
-  }
   /* A frame per buffer, unless the blocksize was set. */
   self->block = gst_base_src_get_blocksize(bsrc);
   if (self->frame_bytes && self->block == BASESRC_DEFAULT_BLOCKSIZE) {
@@ -346,40 +335,21 @@ gst_uring_src_start(GstBaseSrc *bsrc)
                        "of %d bytes, not %u.",
                        PP_IO_DIRECT_ALIGN, self->block),
                       (NULL));
-    g_free(location);
     return FALSE;
   }
-  gchar *msg = NULL;
-  const int rc = pp_io_open(location, &opts, &self->io, &msg);
-  if (rc == -ENOENT)
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
-                      ("Could not open file \"%s\" for reading.", location), ("%s", msg));
-  else if (rc == -EISDIR)
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("\"%s\" is a directory.", location), ("%s", msg));
-  else if (rc < 0)
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
-                      ("Could not open file \"%s\" for reading.", location), ("%s", msg));
-  g_free(msg);
-  g_free(location);
-  if (rc < 0)
+  if (!gst_pp_uring_file_open(&self->file, GST_ELEMENT(self), opts, sizeof(GstUringRead)))
     return FALSE;
-
-  const char *fallback = pp_io_fallback(self->io);
-  if (fallback && opts.mode == PP_IO_AUTO)
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                        ("io_uring is not available; reading with pread."), ("%s", fallback));
-  self->registrar = gst_pp_registrar_new(self->io);
-  gst_pp_ring_init(&self->reads, sizeof(GstUringRead), opts.queue_depth);
-  self->window = opts.direct ? opts.queue_depth : 1;
+  self->window = opts.direct ? self->file.requests.size : 1;
   self->ready_run = 0;
-  self->file_size = pp_io_file_size(self->io);
-  self->stream = pp_io_is_stream(self->io);
+  self->file_size = pp_io_file_size(self->file.io);
+  self->stream = pp_io_is_stream(self->file.io);
   self->stream_ended = FALSE;
   self->read_pos = self->expected = 0;
   self->stat_reads = self->stat_bytes = self->stat_registered = 0;
   GST_INFO_OBJECT(self, "%s%" G_GUINT64_FORMAT " bytes, %u-byte reads, %u in flight, %s",
                   self->stream ? "a stream, " : "", self->file_size, self->block,
-                  self->stream ? 1 : self->queue_depth, fallback ? fallback : "io_uring");
+                  self->stream ? 1 : self->file.requests.size,
+                  gst_pp_uring_file_io_name(&self->file));
   return TRUE;
 }
 
@@ -387,13 +357,9 @@ static gboolean
 gst_uring_src_stop(GstBaseSrc *bsrc)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  if (!self->io)
-    return TRUE;
-  cancel_reads(self);
-  gst_pp_ring_clear(&self->reads);
-  gst_pp_registrar_detach(self->registrar);
-  g_clear_pointer(&self->registrar, gst_pp_registrar_unref);
-  g_clear_pointer(&self->io, pp_io_close);
+  if (self->file.io)
+    cancel_reads(self);
+  gst_pp_uring_file_close(&self->file);
   return TRUE;
 }
 
@@ -401,7 +367,7 @@ static gboolean
 gst_uring_src_get_size(GstBaseSrc *bsrc, guint64 *size)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  if (!self->io || self->stream)
+  if (!self->file.io || self->stream)
     return FALSE; /* a stream's size is unknown */
   *size = self->file_size;
   return TRUE;
@@ -411,7 +377,7 @@ static gboolean
 gst_uring_src_is_seekable(GstBaseSrc *bsrc)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  return self->io && !self->stream;
+  return self->file.io && !self->stream;
 }
 
 /* ---- GObject ------------------------------------------------------------------------- */
@@ -422,8 +388,8 @@ build_stats(GstUringSrc *self)
   return gst_structure_new("application/x-uringsrc-stats", "reads", G_TYPE_UINT64, self->stat_reads,
                            "bytes", G_TYPE_UINT64, self->stat_bytes, "registered-buffers",
                            G_TYPE_UINT64, self->stat_registered, "fixed-reads", G_TYPE_UINT64,
-                           self->io ? pp_io_fixed_transfers(self->io) : 0, "io", G_TYPE_STRING,
-                           self->io && pp_io_fallback(self->io) ? "pread" : "io_uring", NULL);
+                           self->file.io ? pp_io_fixed_transfers(self->file.io) : 0, "io",
+                           G_TYPE_STRING, gst_pp_uring_file_io_name(&self->file), NULL);
 }
 
 static void
@@ -431,19 +397,13 @@ gst_uring_src_set_property(GObject *object, guint prop_id, const GValue *value, 
 {
   GstUringSrc *self = GST_URING_SRC(object);
   GST_OBJECT_LOCK(self);
+  if (gst_pp_uring_file_set_property(&self->file, prop_id, value)) {
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_LOCATION:
-      g_free(self->location);
-      self->location = g_value_dup_string(value);
-      break;
-    case PROP_QUEUE_DEPTH:
-      self->queue_depth = g_value_get_uint(value);
-      break;
     case PROP_DIRECT:
       self->direct = g_value_get_boolean(value);
-      break;
-    case PROP_IO_MODE:
-      self->io_mode = g_value_get_enum(value);
       break;
     case PROP_CAPS:
       gst_caps_replace(&self->caps, (GstCaps *) gst_value_get_caps(value));
@@ -460,18 +420,13 @@ gst_uring_src_get_property(GObject *object, guint prop_id, GValue *value, GParam
 {
   GstUringSrc *self = GST_URING_SRC(object);
   GST_OBJECT_LOCK(self);
+  if (gst_pp_uring_file_get_property(&self->file, prop_id, value)) {
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_LOCATION:
-      g_value_set_string(value, self->location);
-      break;
-    case PROP_QUEUE_DEPTH:
-      g_value_set_uint(value, self->queue_depth);
-      break;
     case PROP_DIRECT:
       g_value_set_boolean(value, self->direct);
-      break;
-    case PROP_IO_MODE:
-      g_value_set_enum(value, self->io_mode);
       break;
     case PROP_CAPS:
       gst_value_set_caps(value, self->caps);
@@ -490,7 +445,7 @@ static void
 gst_uring_src_finalize(GObject *object)
 {
   GstUringSrc *self = GST_URING_SRC(object);
-  g_free(self->location);
+  gst_pp_uring_file_clear(&self->file);
   gst_clear_caps(&self->caps);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
@@ -508,27 +463,17 @@ gst_uring_src_class_init(GstUringSrcClass *klass)
   object_class->get_property = gst_uring_src_get_property;
   object_class->finalize = gst_uring_src_finalize;
 
-  g_object_class_install_property(object_class, PROP_LOCATION,
-                                  g_param_spec_string("location", "File location",
-                                                      "Path of the file to read", NULL,
-                                                      CONFIG_FLAGS));
-  g_object_class_install_property(
-      object_class, PROP_QUEUE_DEPTH,
-      g_param_spec_uint("queue-depth", "Queue depth",
-                        "Most reads in flight ahead of what downstream has taken: all of them "
-                        "with direct=true; otherwise as many as the file needs, fewer while "
-                        "the page cache answers at once",
-                        1, PP_IO_MAX_DEPTH, DEFAULT_QUEUE_DEPTH, CONFIG_FLAGS));
+  gst_pp_uring_file_install_properties(
+      object_class, "read",
+      "Most reads in flight ahead of what downstream has taken: all of them with direct=true; "
+      "otherwise as many as the file needs, fewer while the page cache answers at once",
+      DEFAULT_QUEUE_DEPTH);
   g_object_class_install_property(
       object_class, PROP_DIRECT,
       g_param_spec_boolean("direct", "Direct I/O",
                            "Open with O_DIRECT, past the page cache (blocksize must be a multiple "
                            "of 4096)",
                            DEFAULT_DIRECT, CONFIG_FLAGS));
-  g_object_class_install_property(object_class, PROP_IO_MODE,
-                                  g_param_spec_enum("io-mode", "I/O mode", "How reads are issued",
-                                                    GST_TYPE_PP_IO_MODE, DEFAULT_IO_MODE,
-                                                    CONFIG_FLAGS));
   g_object_class_install_property(
       object_class, PROP_CAPS,
       g_param_spec_boxed("caps", "Caps",
@@ -555,14 +500,12 @@ gst_uring_src_class_init(GstUringSrcClass *klass)
   base_class->get_caps = GST_DEBUG_FUNCPTR(gst_uring_src_get_caps);
   base_class->decide_allocation = GST_DEBUG_FUNCPTR(gst_uring_src_decide_allocation);
   GST_DEBUG_CATEGORY_INIT(gst_uring_src_debug, "uringsrc", 0, "pingpong io_uring file source");
-  gst_type_mark_as_plugin_api(GST_TYPE_PP_IO_MODE, 0);
 }
 
 static void
 gst_uring_src_init(GstUringSrc *self)
 {
-  self->queue_depth = DEFAULT_QUEUE_DEPTH;
+  gst_pp_uring_file_init(&self->file, DEFAULT_QUEUE_DEPTH);
   self->direct = DEFAULT_DIRECT;
-  self->io_mode = DEFAULT_IO_MODE;
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_BYTES);
 }

@@ -5,8 +5,7 @@
 
 #include <gst/base/gstbasesrc.h>
 
-#include "uring_io.h"
-#include "uringcommon.h"
+#include "uringfile.h"
 
 G_BEGIN_DECLS
 
@@ -25,22 +24,19 @@ typedef struct {
 struct _GstUringSrc {
   GstBaseSrc parent;
 
+  /* location, queue-depth, io-mode; from start to stop the open file and
+   * its reads in flight (GstUringRead, oldest first). */
+  GstPpUringFile file;
   /* Properties, under the object lock. */
-  gchar *location;
-  guint queue_depth;
   gboolean direct;
-  pp_io_mode io_mode;
   GstCaps *caps;
 
   /* From start to stop. */
-  pp_io *io;
-  GstPpRegistrar *registrar;
   guint64 file_size;
   /* A FIFO, pipe, character device or stdin: no size, no seeking, one read
    * in flight at a time (in order), EOS when the writer closes. */
   gboolean stream;
   gboolean stream_ended;
-  GstPpRing reads;     /* GstUringRead, oldest first; queue-depth of them */
   guint window;        /* reads kept ahead now, 1..queue-depth (adapt_window) */
   guint ready_run;     /* reads in a row that were done when wanted */
   guint64 read_pos;    /* where the next read-ahead starts */

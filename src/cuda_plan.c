@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The plan line: printing and parsing (plan.h has the grammar). */
 #include "cuda_plan.h"
+#include "error.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -109,19 +110,8 @@ pp_cuda_plan_to_line(const pp_cuda_plan *plan)
 
 /* ---- parsing ------------------------------------------------------------- */
 
-static int fail(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static int
-fail(char **msg, const char *fmt, ...)
-{
-  va_list args;
-  va_start(args, fmt);
-  g_autofree char *text = g_strdup_vprintf(fmt, args);
-  va_end(args);
-  if (msg && !*msg)
-    *msg = g_strdup_printf("plan: %s", text);
-  return -EINVAL;
-}
+/* Every refusal here says where it comes from first. */
+#define fail(msg, fmt, ...) pp_error(msg, EINVAL, "plan: " fmt, ##__VA_ARGS__)
 
 /* "name:N" or "name": N into *count, 0 when absent. */
 static bool

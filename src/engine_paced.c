@@ -84,7 +84,7 @@ engine_submit_deferred_locked(pp_engine *e, GList *from)
     g_mutex_unlock(&e->lock);
     char *msg = NULL;
     engine_submit_to_backend(e, t, false, &msg);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     g_mutex_lock(&e->lock);
     /* Only now: a frame queued while this one was being submitted must be
      * left to this thread too, or the backend could see it first. (A flush

@@ -2,6 +2,7 @@
 /* Frame layouts: samples, inputs per sample and where each input lies, per
  * format and mapping. */
 #include "frame.h"
+#include "error.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -26,20 +27,6 @@ pp_pixel_channels(pp_pixel_format format)
   return pixel_formats[format].channels;
 }
 
-static int invalid(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static int
-invalid(char **msg, const char *fmt, ...)
-{
-  if (msg) {
-    va_list args;
-    va_start(args, fmt);
-    *msg = g_strdup_vprintf(fmt, args);
-    va_end(args);
-  }
-  return -EINVAL;
-}
-
 /* N and K of a mapping over a width×height picture with `channels` inputs
  * per pixel. */
 static int
@@ -52,7 +39,8 @@ map_samples(pp_frame_layout *l, pp_mapping mapping, uint32_t patch, char **msg)
     l->k = width * l->channels;
   } else {
     if (patch == 0 || patch > width || patch > height)
-      return invalid(msg, "a %u×%u frame holds no whole %u×%u patch", width, height, patch, patch);
+      return pp_error(msg, EINVAL, "a %u×%u frame holds no whole %u×%u patch", width, height, patch,
+                      patch);
     l->kind = PP_LAYOUT_PATCHES;
     l->patch = patch;
     l->patches_per_row = width / patch;
@@ -60,7 +48,7 @@ map_samples(pp_frame_layout *l, pp_mapping mapping, uint32_t patch, char **msg)
     l->k = patch * patch * l->channels;
   }
   if ((uint64_t) l->n * l->k > MAX_ELEMENTS)
-    return invalid(msg, "a frame of %u×%u inputs is too large", l->n, l->k);
+    return pp_error(msg, EINVAL, "a frame of %u×%u inputs is too large", l->n, l->k);
   return 0;
 }
 
@@ -69,7 +57,7 @@ pp_layout_for_video(pp_pixel_format format, uint32_t width, uint32_t height, uin
                     pp_mapping mapping, uint32_t patch, pp_frame_layout *out, char **msg)
 {
   if ((unsigned) format >= G_N_ELEMENTS(pixel_formats))
-    return invalid(msg, "unsupported pixel format %d", format);
+    return pp_error(msg, EINVAL, "unsupported pixel format %d", format);
   pp_frame_layout l = { 0 };
   l.width = width;
   l.height = height;
@@ -79,9 +67,9 @@ pp_layout_for_video(pp_pixel_format format, uint32_t width, uint32_t height, uin
   l.scale = 1.0f / 255.0f;
   memcpy(l.channel_offset, pixel_formats[format].offsets, sizeof l.channel_offset);
   if (width == 0 || height == 0)
-    return invalid(msg, "a %u×%u frame has no pixels", width, height);
+    return pp_error(msg, EINVAL, "a %u×%u frame has no pixels", width, height);
   if ((uint64_t) row_stride < (uint64_t) width * l.pixel_stride)
-    return invalid(msg, "row stride %u is shorter than a %u-pixel row", row_stride, width);
+    return pp_error(msg, EINVAL, "row stride %u is shorter than a %u-pixel row", row_stride, width);
   l.frame_bytes = (size_t) row_stride * height;
   l.n_planes = 1;
   l.planes[0] = (pp_plane){ 0, row_stride, width * l.pixel_stride, height };
@@ -107,19 +95,21 @@ pp_layout_for_yuv(const pp_yuv_frame *f, pp_color color, pp_mapping mapping, uin
 {
   static const char *const names[3] = { "Y", "U", "V" };
   if (f->width == 0 || f->height == 0)
-    return invalid(msg, "a %u×%u frame has no pixels", f->width, f->height);
+    return pp_error(msg, EINVAL, "a %u×%u frame has no pixels", f->width, f->height);
   if (f->n_planes == 0 || f->n_planes > PP_MAX_PLANES)
-    return invalid(msg, "a YUV frame of %u planes", f->n_planes);
+    return pp_error(msg, EINVAL, "a YUV frame of %u planes", f->n_planes);
   if (f->xshift > 2 || f->yshift > 2)
-    return invalid(msg, "chroma subsampled by 2^%u×2^%u is not supported", f->xshift, f->yshift);
+    return pp_error(msg, EINVAL, "chroma subsampled by 2^%u×2^%u is not supported", f->xshift,
+                    f->yshift);
   for (unsigned c = 0; c < 3; c++) {
     if (f->step[c] == 0 || f->stride[c] == 0)
-      return invalid(msg, "the %s samples have no stride", names[c]);
+      return pp_error(msg, EINVAL, "the %s samples have no stride", names[c]);
     if (component_end(f, c) > f->frame_bytes)
-      return invalid(msg, "the %s samples run past the %zu-byte frame", names[c], f->frame_bytes);
+      return pp_error(msg, EINVAL, "the %s samples run past the %zu-byte frame", names[c],
+                      f->frame_bytes);
   }
   if (!(f->kr > 0 && f->kb > 0 && f->kr + f->kb < 1))
-    return invalid(msg, "colour matrix Kr=%g, Kb=%g is not a YUV matrix", f->kr, f->kb);
+    return pp_error(msg, EINVAL, "colour matrix Kr=%g, Kb=%g is not a YUV matrix", f->kr, f->kb);
 
   pp_frame_layout l = { 0 };
   l.width = f->width;
@@ -132,7 +122,7 @@ pp_layout_for_yuv(const pp_yuv_frame *f, pp_color color, pp_mapping mapping, uin
     /* Y alone reads like GRAY8 (strided, maybe interleaved), with the range
      * stretched to [0, 1]. */
     if (f->planes[0].offset != 0 || f->offset[0] >= f->step[0])
-      return invalid(msg, "the Y samples do not start the frame");
+      return pp_error(msg, EINVAL, "the Y samples do not start the frame");
     l.channels = 1;
     l.pixel_stride = f->step[0];
     l.row_stride = f->stride[0];
@@ -145,8 +135,8 @@ pp_layout_for_yuv(const pp_yuv_frame *f, pp_color color, pp_mapping mapping, uin
                         : f->frame_bytes;
   } else {
     if (f->width > PP_YUV_MAX_WIDTH || f->height > PP_YUV_MAX_WIDTH)
-      return invalid(msg, "YUV frames of more than %u pixels a side are not supported",
-                     PP_YUV_MAX_WIDTH);
+      return pp_error(msg, EINVAL, "YUV frames of more than %u pixels a side are not supported",
+                      PP_YUV_MAX_WIDTH);
     l.channels = 3;
     l.is_yuv = true;
     pp_yuv *y = &l.yuv;
@@ -183,9 +173,9 @@ int
 pp_layout_for_tensor(uint32_t n, uint32_t k, pp_frame_layout *out, char **msg)
 {
   if (n == 0 || k == 0)
-    return invalid(msg, "a %u×%u tensor is empty", n, k);
+    return pp_error(msg, EINVAL, "a %u×%u tensor is empty", n, k);
   if ((uint64_t) n * k > MAX_ELEMENTS)
-    return invalid(msg, "a %u×%u tensor is too large", n, k);
+    return pp_error(msg, EINVAL, "a %u×%u tensor is too large", n, k);
   *out = (pp_frame_layout){
     .kind = PP_LAYOUT_TENSOR,
     .n = n,

@@ -2,6 +2,7 @@
 /* Models: from safetensors files, from a layers description, or generated;
  * checked and described. */
 #include "model.h"
+#include "error.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -35,20 +36,8 @@ new_model_id(void)
   return id;
 }
 
-static int fail(char **msg, const char *source, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-
-static int
-fail(char **msg, const char *source, const char *fmt, ...)
-{
-  if (msg) {
-    va_list args;
-    va_start(args, fmt);
-    g_autofree char *text = g_strdup_vprintf(fmt, args);
-    va_end(args);
-    *msg = g_strdup_printf("%s: %s", source, text);
-  }
-  return -EINVAL;
-}
+/* Every refusal here says where it comes from first. */
+#define fail(msg, source, fmt, ...) pp_error(msg, EINVAL, "%s: " fmt, source, ##__VA_ARGS__)
 
 /* Splits "<prefix><index>.weight" into its parts; FALSE if the name is not a
  * Linear parameter. */

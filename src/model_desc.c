@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The model description's grammar: parsed and printed. */
 #include "model_desc.h"
+#include "error.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -33,20 +34,6 @@ pp_act_to_string(pp_act act)
   return g_strdup(act.kind < PP_N_ACTS ? spelled[act.kind] : "?");
 }
 
-static int fail(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static int
-fail(char **msg, const char *fmt, ...)
-{
-  if (msg) {
-    va_list args;
-    va_start(args, fmt);
-    *msg = g_strdup_vprintf(fmt, args);
-    va_end(args);
-  }
-  return -EINVAL;
-}
-
 /* One module as written: a name and up to two arguments. */
 typedef struct {
   char name[32];
@@ -75,8 +62,8 @@ read_module(const char **p, unsigned position, module *m, char **msg)
   }
   m->name[len] = '\0';
   if (len == 0)
-    return fail(msg, "module %u: expected a name such as linear or relu, found '%.20s'", position,
-                *p);
+    return pp_error(msg, EINVAL, "module %u: expected a name such as linear or relu, found '%.20s'",
+                    position, *p);
   skip_spaces(p);
   if (**p != '(')
     return 0;
@@ -87,13 +74,13 @@ read_module(const char **p, unsigned position, module *m, char **msg)
     while (**p && **p != ',' && **p != ')' && !g_ascii_isspace(**p))
       (*p)++;
     if (*p == start || m->n_args == G_N_ELEMENTS(m->args))
-      return fail(msg, "module %u (%s): malformed arguments", position, m->name);
+      return pp_error(msg, EINVAL, "module %u (%s): malformed arguments", position, m->name);
     m->args[m->n_args++] = g_strndup(start, *p - start);
     skip_spaces(p);
     if (**p == ')')
       break;
     if (**p != ',')
-      return fail(msg, "module %u (%s): missing ')'", position, m->name);
+      return pp_error(msg, EINVAL, "module %u (%s): missing ')'", position, m->name);
     (*p)++;
   }
   (*p)++;
@@ -115,14 +102,15 @@ static int
 read_linear(const module *m, unsigned position, pp_model_desc *d, char **msg)
 {
   if (d->n_linear == PP_MAX_LAYERS)
-    return fail(msg, "module %u: more than %d Linear layers", position, PP_MAX_LAYERS);
+    return pp_error(msg, EINVAL, "module %u: more than %d Linear layers", position, PP_MAX_LAYERS);
   pp_desc_linear *l = &d->linear[d->n_linear++];
   l->act = (pp_act){ PP_ACT_IDENTITY, 0.0f };
   if (m->n_args == 0)
     return 0;
   if (m->n_args != 2 || !parse_width(m->args[0], &l->in) || !parse_width(m->args[1], &l->out))
-    return fail(msg, "module %u (linear): expected linear or linear(IN,OUT) with widths 1..%u",
-                position, 1u << 24);
+    return pp_error(msg, EINVAL,
+                    "module %u (linear): expected linear or linear(IN,OUT) with widths 1..%u",
+                    position, 1u << 24);
   l->has_dims = true;
   return 0;
 }
@@ -140,8 +128,8 @@ read_activation(const module *m, unsigned position, pp_act *act, char **msg)
         char *end = NULL;
         const double slope = g_ascii_strtod(m->args[0], &end);
         if (!end || *end || !isfinite(slope))
-          return fail(msg, "module %u (leaky_relu): the slope '%s' is not a number", position,
-                      m->args[0]);
+          return pp_error(msg, EINVAL, "module %u (leaky_relu): the slope '%s' is not a number",
+                          position, m->args[0]);
         act->slope = (float) slope;
         return 0;
       }
@@ -154,17 +142,17 @@ read_activation(const module *m, unsigned position, pp_act *act, char **msg)
       if (g_ascii_strcasecmp(m->args[0], "none") == 0 ||
           g_ascii_strcasecmp(m->args[0], "'none'") == 0)
         return 0;
-      return fail(msg, "module %u (gelu): approximate is 'none' or 'tanh', not '%s'", position,
-                  m->args[0]);
+      return pp_error(msg, EINVAL, "module %u (gelu): approximate is 'none' or 'tanh', not '%s'",
+                      position, m->args[0]);
     }
     if (m->n_args != 0)
-      return fail(msg, "module %u (%s) takes no arguments", position, m->name);
+      return pp_error(msg, EINVAL, "module %u (%s) takes no arguments", position, m->name);
     return 0;
   }
-  return fail(msg,
-              "module %u: unknown module '%s'; expected linear, relu, leaky_relu, gelu, "
-              "gelu_tanh, silu, sigmoid, tanh or identity",
-              position, m->name);
+  return pp_error(msg, EINVAL,
+                  "module %u: unknown module '%s'; expected linear, relu, leaky_relu, gelu, "
+                  "gelu_tanh, silu, sigmoid, tanh or identity",
+                  position, m->name);
 }
 
 static int
@@ -179,14 +167,15 @@ parse(const char **p, pp_model_desc *d, char **msg)
       pp_act act;
       rc = read_activation(&m, position, &act, msg);
       if (rc == 0 && d->n_linear == 0)
-        rc = fail(msg, "module %u (%s) comes before any Linear layer", position, m.name);
+        rc =
+            pp_error(msg, EINVAL, "module %u (%s) comes before any Linear layer", position, m.name);
       pp_act *slot = rc == 0 ? &d->linear[d->n_linear - 1].act : NULL;
       if (rc == 0 && act.kind != PP_ACT_IDENTITY) {
         if (slot->kind != PP_ACT_IDENTITY)
-          rc = fail(msg,
-                    "module %u (%s): Linear layer %u already has an activation; one per layer "
-                    "is supported",
-                    position, m.name, d->n_linear);
+          rc = pp_error(msg, EINVAL,
+                        "module %u (%s): Linear layer %u already has an activation; one per layer "
+                        "is supported",
+                        position, m.name, d->n_linear);
         else
           *slot = act;
       }
@@ -199,7 +188,8 @@ parse(const char **p, pp_model_desc *d, char **msg)
     if (**p == '\0')
       return 0;
     if (**p != ',')
-      return fail(msg, "after module %u: expected ',' or the end, found '%.20s'", position, *p);
+      return pp_error(msg, EINVAL, "after module %u: expected ',' or the end, found '%.20s'",
+                      position, *p);
     (*p)++;
   }
 }
@@ -211,11 +201,11 @@ pp_model_desc_parse(const char *text, pp_model_desc *out, char **msg)
   const char *p = text ? text : "";
   int rc = parse(&p, &d, msg);
   if (rc == 0 && d.n_linear == 0)
-    rc = fail(msg, "no Linear layer");
+    rc = pp_error(msg, EINVAL, "no Linear layer");
   for (unsigned i = 1; rc == 0 && i < d.n_linear; i++)
     if (d.linear[i].has_dims && d.linear[i - 1].has_dims && d.linear[i].in != d.linear[i - 1].out)
-      rc = fail(msg, "Linear layer %u takes %u inputs but layer %u gives %u", i + 1, d.linear[i].in,
-                i, d.linear[i - 1].out);
+      rc = pp_error(msg, EINVAL, "Linear layer %u takes %u inputs but layer %u gives %u", i + 1,
+                    d.linear[i].in, i, d.linear[i - 1].out);
   if (rc == 0)
     *out = d;
   return rc;

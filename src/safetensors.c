@@ -2,6 +2,7 @@
 /* The safetensors reader: the header parsed and each tensor's bytes located
  * and converted. */
 #include "safetensors.h"
+#include "error.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -32,20 +33,6 @@ typedef struct {
   const char *name;
 } byte_range;
 
-static int set_error(char **msg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static int
-set_error(char **msg, const char *fmt, ...)
-{
-  if (msg) {
-    va_list args;
-    va_start(args, fmt);
-    *msg = g_strdup_vprintf(fmt, args);
-    va_end(args);
-  }
-  return -EINVAL;
-}
-
 /* An integer ≥ 0. json-glib reads integers past 64 bits as -1 or INT64_MIN
  * (refused here), and one below INT64_MIN as INT64_MAX, which no byte range
  * or shape below survives. */
@@ -70,19 +57,19 @@ static int
 parse_tensor(JsonNode *entry, pp_st_tensor *t, char **msg)
 {
   if (!JSON_NODE_HOLDS_OBJECT(entry))
-    return set_error(msg, "header entry '%s' is not an object", t->name);
+    return pp_error(msg, EINVAL, "header entry '%s' is not an object", t->name);
 
   JsonObject *object = json_node_get_object(entry);
   JsonNode *dtype = member_of_type(object, "dtype", JSON_NODE_VALUE);
   JsonNode *shape_node = member_of_type(object, "shape", JSON_NODE_ARRAY);
   JsonNode *offsets_node = member_of_type(object, "data_offsets", JSON_NODE_ARRAY);
   if (!dtype || json_node_get_value_type(dtype) != G_TYPE_STRING)
-    return set_error(msg, "tensor '%s' has no \"dtype\" string", t->name);
+    return pp_error(msg, EINVAL, "tensor '%s' has no \"dtype\" string", t->name);
   if (!shape_node)
-    return set_error(msg, "tensor '%s' has no \"shape\" array", t->name);
+    return pp_error(msg, EINVAL, "tensor '%s' has no \"shape\" array", t->name);
   JsonArray *offsets = offsets_node ? json_node_get_array(offsets_node) : NULL;
   if (!offsets || json_array_get_length(offsets) != 2)
-    return set_error(msg, "tensor '%s' has no \"data_offsets\" pair", t->name);
+    return pp_error(msg, EINVAL, "tensor '%s' has no \"data_offsets\" pair", t->name);
 
   const char *dtype_name = json_node_get_string(dtype);
   unsigned elem_size = 0;
@@ -93,38 +80,39 @@ parse_tensor(JsonNode *entry, pp_st_tensor *t, char **msg)
     }
   }
   if (!elem_size)
-    return set_error(msg, "tensor '%s' has unknown dtype '%s'", t->name, dtype_name);
+    return pp_error(msg, EINVAL, "tensor '%s' has unknown dtype '%s'", t->name, dtype_name);
   t->dtype_name = g_strdup(dtype_name);
 
   JsonArray *shape = json_node_get_array(shape_node);
   const unsigned rank = json_array_get_length(shape);
   if (rank > PP_ST_MAX_RANK)
-    return set_error(msg, "tensor '%s' has rank %u; at most %d is supported", t->name, rank,
-                     PP_ST_MAX_RANK);
+    return pp_error(msg, EINVAL, "tensor '%s' has rank %u; at most %d is supported", t->name, rank,
+                    PP_ST_MAX_RANK);
   t->rank = rank;
   t->elements = 1;
   for (uint32_t i = 0; i < t->rank; i++) {
     if (read_u64(json_array_get_element(shape, i), &t->shape[i]) < 0)
-      return set_error(msg, "tensor '%s' has a shape entry that is not a non-negative integer",
-                       t->name);
+      return pp_error(msg, EINVAL,
+                      "tensor '%s' has a shape entry that is not a non-negative integer", t->name);
     if (t->shape[i] && t->elements > UINT64_MAX / t->shape[i] / elem_size)
-      return set_error(msg, "tensor '%s' has a shape too large to address", t->name);
+      return pp_error(msg, EINVAL, "tensor '%s' has a shape too large to address", t->name);
     t->elements *= t->shape[i];
   }
 
   uint64_t begin, end;
   if (read_u64(json_array_get_element(offsets, 0), &begin) < 0 ||
       read_u64(json_array_get_element(offsets, 1), &end) < 0 || end < begin)
-    return set_error(msg, "tensor '%s' has data_offsets that are not an ordered pair of integers",
-                     t->name);
+    return pp_error(msg, EINVAL,
+                    "tensor '%s' has data_offsets that are not an ordered pair of integers",
+                    t->name);
   t->bytes = end - begin;
   if (t->bytes != t->elements * elem_size) {
     g_autofree char *dims = pp_st_shape_string(t);
-    return set_error(msg,
-                     "tensor '%s' is %s %s, which needs %" G_GUINT64_FORMAT
-                     " bytes, but its data_offsets [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-                     ") span %" G_GUINT64_FORMAT,
-                     t->name, dims, t->dtype_name, t->elements * elem_size, begin, end, t->bytes);
+    return pp_error(msg, EINVAL,
+                    "tensor '%s' is %s %s, which needs %" G_GUINT64_FORMAT
+                    " bytes, but its data_offsets [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                    ") span %" G_GUINT64_FORMAT,
+                    t->name, dims, t->dtype_name, t->elements * elem_size, begin, end, t->bytes);
   }
   t->offset = begin;
   return 0;
@@ -148,11 +136,11 @@ check_coverage(pp_safetensors *st, uint64_t data_len, char **msg)
     const pp_st_tensor *t = &st->tensors[i];
     ranges[i] = (byte_range){ t->offset, t->offset + t->bytes, t->name };
     if (ranges[i].end > data_len) {
-      rc = set_error(msg,
-                     "tensor '%s' has bytes [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-                     ") but the data section holds only %" G_GUINT64_FORMAT
-                     " bytes: the file is truncated or its header is wrong",
-                     ranges[i].name, ranges[i].begin, ranges[i].end, data_len);
+      rc = pp_error(msg, EINVAL,
+                    "tensor '%s' has bytes [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                    ") but the data section holds only %" G_GUINT64_FORMAT
+                    " bytes: the file is truncated or its header is wrong",
+                    ranges[i].name, ranges[i].begin, ranges[i].end, data_len);
       goto out;
     }
   }
@@ -161,24 +149,24 @@ check_coverage(pp_safetensors *st, uint64_t data_len, char **msg)
   uint64_t covered = 0;
   for (size_t i = 0; i < st->n_tensors; i++) {
     if (ranges[i].begin < covered) {
-      rc = set_error(msg, "tensors '%s' and '%s' overlap in the data section", ranges[i - 1].name,
-                     ranges[i].name);
+      rc = pp_error(msg, EINVAL, "tensors '%s' and '%s' overlap in the data section",
+                    ranges[i - 1].name, ranges[i].name);
       goto out;
     }
     if (ranges[i].begin > covered) {
-      rc = set_error(msg,
-                     "bytes [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-                     ") of the data section belong to no tensor",
-                     covered, ranges[i].begin);
+      rc = pp_error(msg, EINVAL,
+                    "bytes [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                    ") of the data section belong to no tensor",
+                    covered, ranges[i].begin);
       goto out;
     }
     covered = ranges[i].end;
   }
   if (covered != data_len)
-    rc = set_error(msg,
-                   "the data section has %" G_GUINT64_FORMAT
-                   " bytes after the last tensor that belong to no tensor",
-                   data_len - covered);
+    rc = pp_error(msg, EINVAL,
+                  "the data section has %" G_GUINT64_FORMAT
+                  " bytes after the last tensor that belong to no tensor",
+                  data_len - covered);
 out:
   g_free(ranges);
   return rc;
@@ -188,13 +176,13 @@ static int
 read_metadata(JsonNode *node, pp_safetensors *st, char **msg)
 {
   if (!JSON_NODE_HOLDS_OBJECT(node))
-    return set_error(msg, "\"__metadata__\" is not an object");
+    return pp_error(msg, EINVAL, "\"__metadata__\" is not an object");
   JsonObject *meta = json_node_get_object(node);
   g_autoptr(GList) keys = json_object_get_members(meta); /* in file order */
   for (GList *k = keys; k; k = k->next) {
     JsonNode *value = json_object_get_member(meta, k->data);
     if (!JSON_NODE_HOLDS_VALUE(value) || json_node_get_value_type(value) != G_TYPE_STRING)
-      return set_error(msg, "\"__metadata__\" value '%s' is not a string", (char *) k->data);
+      return pp_error(msg, EINVAL, "\"__metadata__\" value '%s' is not a string", (char *) k->data);
   }
   const unsigned n = g_list_length(keys);
   st->meta_keys = g_new0(char *, n + 1);
@@ -226,9 +214,9 @@ check_nesting(const char *text, size_t len, char **msg)
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > MAX_NESTING)
-        return set_error(msg,
-                         "the header is not valid JSON: nested deeper than %d levels at byte %zu",
-                         MAX_NESTING, i);
+        return pp_error(msg, EINVAL,
+                        "the header is not valid JSON: nested deeper than %d levels at byte %zu",
+                        MAX_NESTING, i);
     } else if ((c == ']' || c == '}') && depth > 0) {
       depth--;
     }
@@ -271,11 +259,12 @@ parse_header(const char *text, size_t len, char **msg)
   JsonNode *root = parsed ? json_parser_get_root(parser) : NULL;
   bool ok = false;
   if (!parsed)
-    set_error(msg, "the header is not valid JSON: %s", error->message);
+    pp_error(msg, EINVAL, "the header is not valid JSON: %s", error->message);
   else if (check.duplicate)
-    set_error(msg, "the header is not valid JSON: duplicate member name '%s'", check.duplicate);
+    pp_error(msg, EINVAL, "the header is not valid JSON: duplicate member name '%s'",
+             check.duplicate);
   else if (!root || !JSON_NODE_HOLDS_OBJECT(root))
-    set_error(msg, "the header is not a JSON object");
+    pp_error(msg, EINVAL, "the header is not a JSON object");
   else
     ok = true;
   g_clear_error(&error);
@@ -289,20 +278,21 @@ int
 pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char **msg)
 {
   if (len < 8)
-    return set_error(msg, "the file has %zu bytes, fewer than the 8 of a safetensors header length",
-                     len);
+    return pp_error(msg, EINVAL,
+                    "the file has %zu bytes, fewer than the 8 of a safetensors header length", len);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; i--)
     header_len = header_len << 8 | file[i];
   if (header_len > len - 8)
-    return set_error(msg,
-                     "the header length %" G_GUINT64_FORMAT
-                     " runs past the end of the file (%zu bytes): truncated, or not a "
-                     "safetensors file",
-                     header_len, len);
+    return pp_error(msg, EINVAL,
+                    "the header length %" G_GUINT64_FORMAT
+                    " runs past the end of the file (%zu bytes): truncated, or not a "
+                    "safetensors file",
+                    header_len, len);
   if (header_len > MAX_HEADER_BYTES)
-    return set_error(msg, "the header is %" G_GUINT64_FORMAT " bytes; at most %u are accepted",
-                     header_len, MAX_HEADER_BYTES);
+    return pp_error(msg, EINVAL,
+                    "the header is %" G_GUINT64_FORMAT " bytes; at most %u are accepted",
+                    header_len, MAX_HEADER_BYTES);
 
   JsonParser *parser = parse_header((const char *) file + 8, header_len, msg);
   if (!parser)

@@ -10,6 +10,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "error.h"
+
 #ifdef PP_HAVE_URING
 #include <liburing.h>
 #endif
@@ -59,13 +61,8 @@ struct pp_io {
   uint64_t fixed_transfers;
 };
 
-static int
-fail(char **msg, int err, const char *what)
-{
-  if (msg && !*msg)
-    *msg = g_strdup_printf("%s: %s", what, g_strerror(err));
-  return -err;
-}
+/* A refusal with the system's reason after what failed. */
+#define fail(msg, err, what) pp_error(msg, err, "%s: %s", what, g_strerror(err))
 
 /* ---- open / close ---------------------------------------------------------- */
 

@@ -323,7 +323,7 @@ report(void *data, unsigned slot, cudaError_t err)
     pp_cuda_fail(&msg, "a frame's work on the GPU", err, __FILE__, __LINE__);
   b->base.complete(b->base.complete_data, slot, err == cudaSuccess ? 0 : -EIO, msg,
                    err == cudaSuccess && !s->staged_out && !s->timed);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
 }
 
 static int

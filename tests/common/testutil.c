@@ -180,7 +180,7 @@ test_cuda_usable(void)
   g_clear_pointer(&msg, g_free);
   if (pp_backend_cuda_new(&opts, &b, &msg) < 0) {
     fprintf(stderr, "CUDA is not usable here: %s\n", msg);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     return false;
   }
   b->ops->destroy(b);

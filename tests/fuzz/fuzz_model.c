@@ -68,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pp_model_free(m);
   } else {
     REQUIRE(rc < 0 && m == NULL && msg != NULL);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
   }
   g_free(file);
   g_free(layers);

@@ -51,7 +51,7 @@ expect_configure_error(const pp_frame_layout *layout, const char *forced, const 
   assert_int_equal(pp_engine_configure(engine, model, layout, 2, &request, &msg), -EINVAL);
   if (!strstr(msg, expected))
     fail_msg("configure said '%s', not '%s'", msg, expected);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   pp_engine_free(engine);
   pp_model_free(model);
 }
@@ -251,7 +251,7 @@ test_device_errors(void **state)
   char *msg = NULL;
   assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), -ENODEV);
   assert_non_null(strstr(msg, "device-id is 99"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   msg = NULL;
   pp_frame_layout layout;
   assert_int_equal(pp_layout_for_tensor(8, 8, &layout, &msg), 0);

@@ -212,7 +212,7 @@ fake_submit_frame(pp_engine *e, fake_frames *f, unsigned seq)
   const pp_job job = { .input = &f->inputs[ticket], .output = &f->outputs[ticket] };
   char *msg = NULL;
   rc = pp_engine_submit(e, ticket, &job, GUINT_TO_POINTER(seq + 1), &msg);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   return rc;
 }
 

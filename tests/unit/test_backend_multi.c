@@ -154,7 +154,7 @@ test_too_few_slots(void **state)
   assert_int_equal(pp_layout_for_tensor(1, 1, &layout, &msg), 0);
   assert_int_equal(multi->ops->configure(multi, &model, &layout, 2, NULL, &msg), -EINVAL);
   assert_non_null(strstr(msg, "set slots to at least 3"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   multi->ops->destroy(multi);
 }
 
@@ -193,7 +193,7 @@ test_device_lists(void **state)
     assert_int_equal(pp_backend_parse_devices(bad[i], &o, &msg), -EINVAL);
     assert_non_null(strstr(msg, "device-id"));
     assert_int_equal(o.device_id, 7);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
   }
   /* Every visible device, on the CPU: one. Slots map round-robin. */
   pp_backend_options o = { .kind = PP_BACKEND_CPU, .all_devices = true };

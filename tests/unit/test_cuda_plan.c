@@ -115,7 +115,7 @@ test_refusals(void **state)
     assert_int_equal(pp_cuda_plan_parse(bad[i].line, &plan, &msg), -22);
     if (!msg || !strstr(msg, bad[i].needle))
       fail_msg("'%s' said '%s', not '%s'", bad[i].line, msg, bad[i].needle);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
   }
 }
 

@@ -146,7 +146,7 @@ test_rejects(void **state)
   assert_non_null(strstr(msg, "stride"));
   g_clear_pointer(&msg, g_free);
   assert_int_equal(pp_layout_for_tensor(0, 3, &l, &msg), -EINVAL);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
 }
 
 /* A 16×8 I420 frame as GStreamer lays it out: Y 16×8, then U and V 8×4. */

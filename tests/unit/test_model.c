@@ -232,7 +232,7 @@ expect_error_described(const uint8_t *bytes, size_t len, const char *layers, con
   assert_non_null(msg);
   if (!strstr(msg, needle) || strncmp(msg, "m.safetensors: ", 15) != 0)
     fail_msg("message \"%s\" lacks \"%s\"", msg, needle);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
 }
 
 static void
@@ -431,7 +431,7 @@ test_input_mismatch_message(void **state)
   assert_int_equal(pp_model_check_inputs(m, 3, &msg), 0);
   assert_int_equal(pp_model_check_inputs(m, 5, &msg), -EINVAL);
   assert_string_equal(msg, "model.safetensors: tensor '0.weight' is 4×3 but the frame gives K=5");
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   pp_model_free(m);
   g_free(bytes);
 }
@@ -445,11 +445,11 @@ test_file_errors(void **state)
   assert_int_equal(pp_model_load("/nonexistent/m.safetensors", NULL, PP_HIDDEN_AUTO, &m, &msg),
                    -ENOENT);
   assert_non_null(strstr(msg, "No such file"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   g_autofree char *dir = g_dir_make_tmp("pp-model-XXXXXX", NULL);
   assert_int_equal(pp_model_load(dir, NULL, PP_HIDDEN_AUTO, &m, &msg), -EISDIR);
   assert_non_null(strstr(msg, "directory"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   g_rmdir(dir);
 }
 
@@ -491,11 +491,11 @@ test_generated_weights(void **state)
   pp_model_free(a);
   assert_int_equal(pp_model_generate_desc(7, &desc, &a, &msg), -EINVAL);
   assert_non_null(strstr(msg, "takes 6 inputs but the frames give K=7"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   assert_int_equal(pp_model_desc_parse("linear, relu, linear(5,1)", &desc, &msg), 0);
   assert_int_equal(pp_model_generate_desc(6, &desc, &a, &msg), -EINVAL);
   assert_non_null(strstr(msg, "Linear layer 1 has no widths"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
 }
 
 /* ---- descriptions ----------------------------------------------------------- */
@@ -535,7 +535,7 @@ expect_desc_error(const char *text, const char *needle)
     fail_msg("'%s' accepted; expected an error containing \"%s\"", text, needle);
   if (!strstr(msg, needle))
     fail_msg("'%s': message \"%s\" lacks \"%s\"", text, msg, needle);
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
 }
 
 static void

@@ -84,7 +84,7 @@ read_back(const char *path, const uint8_t *want, size_t size, size_t chunk, unsi
   const int rc = open_watched(path, &opts, &io, &msg);
   if (rc == -EINVAL && direct) {
     print_message("O_DIRECT refused here (%s): skipped\n", msg);
-    g_free(msg);
+    g_clear_pointer(&msg, g_free);
     return;
   }
   if (rc < 0)
@@ -314,7 +314,7 @@ test_whole_file(void **state)
   g_free(got);
   assert_int_equal(pp_read_whole_file("/nonexistent", &got, &len, &msg), -ENOENT);
   assert_non_null(strstr(msg, "No such file"));
-  g_free(msg);
+  g_clear_pointer(&msg, g_free);
   g_unlink(path);
   g_free(path);
   g_free(want);

@@ -3,6 +3,7 @@
  * column-major Cᵀ[n×m] = (W as k×n)ᵀ · (X as k×m): A = W transposed, B = X,
  * and the bias runs along the n rows of Cᵀ. */
 #include <cublasLt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +76,43 @@ fail:
   return status;
 }
 
-/* An algorithm as its configuration attributes (plan.h). */
+/* The configuration attributes that make an algorithm, where each lives in
+ * pp_gemm_algo, and the value a plan line leaves out (cuBLAS's default). */
+static const struct {
+  cublasLtMatmulAlgoConfigAttributes_t attr;
+  size_t offset, size;
+  int64_t fallback;
+} algo_attrs[] = {
+#define ATTR(attr, field, fallback)                                                                \
+  {                                                                                                \
+    attr, offsetof(pp_gemm_algo, field), sizeof(((pp_gemm_algo *) 0)->field), fallback             \
+  }
+  ATTR(CUBLASLT_ALGO_CONFIG_TILE_ID, tile, 0),
+  ATTR(CUBLASLT_ALGO_CONFIG_STAGES_ID, stages, 0),
+  ATTR(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, splitk, 1),
+  ATTR(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, reduction, 0),
+  ATTR(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, swizzle, 0),
+  ATTR(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, custom, 0),
+  ATTR(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, inner, 0),
+  ATTR(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cluster, 0),
+#undef ATTR
+};
+
+#define N_ALGO_ATTRS (sizeof algo_attrs / sizeof algo_attrs[0])
+
+/* A field of pp_gemm_algo (a 16- or 32-bit integer) as a wide value. */
+static int64_t
+field_value(const pp_gemm_algo *a, size_t i)
+{
+  const uint8_t *p = (const uint8_t *) a + algo_attrs[i].offset;
+  if (algo_attrs[i].size == sizeof(uint16_t))
+    return *(const uint16_t *) p;
+  if (algo_attrs[i].attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM)
+    return *(const int32_t *) p;
+  return *(const uint32_t *) p;
+}
+
+/* An algorithm as its configuration attributes (cuda_plan.h). */
 static void
 algo_to_attrs(const cublasLtMatmulAlgo_t *algo, pp_gemm_algo *a)
 {
@@ -83,22 +120,10 @@ algo_to_attrs(const cublasLtMatmulAlgo_t *algo, pp_gemm_algo *a)
   *a = (pp_gemm_algo){ .splitk = 1 };
   cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_ID, &a->id, sizeof a->id,
                                        &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &a->tile, sizeof a->tile,
-                                       &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &a->stages,
-                                       sizeof a->stages, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &a->splitk,
-                                       sizeof a->splitk, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &a->reduction,
-                                       sizeof a->reduction, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &a->swizzle,
-                                       sizeof a->swizzle, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &a->custom,
-                                       sizeof a->custom, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &a->inner,
-                                       sizeof a->inner, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &a->cluster,
-                                       sizeof a->cluster, &written);
+  for (size_t i = 0; i < N_ALGO_ATTRS; i++)
+    cublasLtMatmulAlgoConfigGetAttribute(algo, algo_attrs[i].attr,
+                                         (uint8_t *) a + algo_attrs[i].offset, algo_attrs[i].size,
+                                         &written);
 }
 
 /* The algorithm rebuilt from its attributes; only those not at their
@@ -109,19 +134,10 @@ attrs_to_algo(cublasLtHandle_t handle, const pp_lt_shape *s, const pp_gemm_algo 
 {
   cublasStatus_t status = cublasLtMatmulAlgoInit(handle, compute_type(s), CUDA_R_32F, CUDA_R_32F,
                                                  CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, a->id, algo);
-  const int32_t splitk = a->splitk;
-#define SET(attr, field, fallback)                                                                 \
-  if (status == CUBLAS_STATUS_SUCCESS && (field) != (fallback))                                    \
-  status = cublasLtMatmulAlgoConfigSetAttribute(algo, attr, &(field), sizeof(field))
-  SET(CUBLASLT_ALGO_CONFIG_TILE_ID, a->tile, 0u);
-  SET(CUBLASLT_ALGO_CONFIG_STAGES_ID, a->stages, 0u);
-  SET(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, splitk, 1);
-  SET(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, a->reduction, 0u);
-  SET(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, a->swizzle, 0u);
-  SET(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, a->custom, 0u);
-  SET(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, a->inner, 0);
-  SET(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, a->cluster, 0);
-#undef SET
+  for (size_t i = 0; i < N_ALGO_ATTRS && status == CUBLAS_STATUS_SUCCESS; i++)
+    if (field_value(a, i) != algo_attrs[i].fallback)
+      status = cublasLtMatmulAlgoConfigSetAttribute(
+          algo, algo_attrs[i].attr, (const uint8_t *) a + algo_attrs[i].offset, algo_attrs[i].size);
   return status;
 }
 
