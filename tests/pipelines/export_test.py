@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """tools/pingpong-export: what it writes (tensor names, metadata, dtypes),
-the command line, and every refusal naming the module and its position."""
+read back with safetensors' own reader; the command line on a module and on
+a state_dict with --layers, from Debian's python3 with no environment, and
+the file mode the umask gives; every refusal naming the module and its
+position, and every unreadable input told in one line, never a traceback."""
 import json
+import os
 import runpy
 import struct
 import subprocess
@@ -105,5 +109,60 @@ with tempfile.TemporaryDirectory() as d:
     run = subprocess.run([sys.executable, str(TOOL), str(tmp / "bad.pt"), str(tmp / "x")],
                          capture_output=True, text=True)
     check("command line refusal", run.returncode == 1 and "Softmax" in run.stderr, run.stderr)
+
+    # A state_dict: refused in one line without --layers, written with them.
+    seq = nn.Sequential(nn.Linear(5, 3), nn.GELU(), nn.Linear(3, 2))
+    torch.save(seq.state_dict(), tmp / "sd.pt")
+    run = subprocess.run([sys.executable, str(TOOL), str(tmp / "sd.pt"), str(tmp / "x")],
+                         capture_output=True, text=True)
+    check("state_dict without --layers", run.returncode == 1 and "--layers" in run.stderr and
+          "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr)
+    old = os.umask(0o027)
+    run = subprocess.run([sys.executable, str(TOOL), str(tmp / "sd.pt"), str(tmp / "sd.safetensors"),
+                          "--layers", "linear, gelu, linear"], capture_output=True, text=True)
+    os.umask(old)
+    check("state_dict with --layers", run.returncode == 0 and
+          "linear(5,3), gelu, linear(3,2)" in run.stdout, run.stdout + run.stderr)
+    check("file mode from the umask", (tmp / "sd.safetensors").stat().st_mode & 0o777 == 0o640,
+          oct((tmp / "sd.safetensors").stat().st_mode))
+    loaded = load_file(str(tmp / "sd.safetensors"))
+    check("state_dict values", all(torch.equal(loaded[k], v) for k, v in seq.state_dict().items())
+          and len(loaded) == 4, str(loaded.keys()))
+    check("state_dict metadata", header(tmp / "sd.safetensors")["__metadata__"]["pingpong.layers"]
+          == "linear(5,3), gelu, linear(3,2)")
+    for what, layers, needle in [
+            ("--layers count", "linear, relu", "names 1 Linear layers but the state_dict holds 2"),
+            ("--layers widths", "linear(5,4), gelu, linear", "'0.weight' is 3x5, linear(5,3)"),
+            ("--layers module", "linear, softmax, linear", "module 1 'softmax' is not one")]:
+        run = subprocess.run([sys.executable, str(TOOL), str(tmp / "sd.pt"), str(tmp / "y"),
+                              "--layers", layers], capture_output=True, text=True)
+        check(what, run.returncode == 1 and needle in run.stderr and "Traceback" not in run.stderr,
+              run.stderr)
+
+    # Inputs it cannot read: one line each.
+    (tmp / "junk.pt").write_bytes(b"not a pickle")
+    for what, args, needle in [("missing file", [str(tmp / "none.pt")], "no such file"),
+                               ("not a model file", [str(tmp / "junk.pt")], "cannot read"),
+                               ("a directory", [str(tmp)], "not a regular file")]:
+        run = subprocess.run([sys.executable, str(TOOL)] + args + [str(tmp / "z")],
+                             capture_output=True, text=True)
+        check(what, run.returncode == 1 and needle in run.stderr and
+              len(run.stderr.strip().splitlines()) == 1, run.stderr)
+    run = subprocess.run([sys.executable, str(TOOL), str(tmp / "m.pt"), str(tmp / "no" / "m.st")],
+                         capture_output=True, text=True)
+    check("unwritable output", run.returncode == 1 and "cannot write" in run.stderr, run.stderr)
+
+    # From Debian's python3, from another folder, with no variables set.
+    debian = "/usr/bin/python3"
+    if os.path.exists(debian) and subprocess.run([debian, "-c", "import torch"],
+                                                 capture_output=True).returncode == 0:
+        run = subprocess.run([debian, str(TOOL), "m.pt", "debian.safetensors"], cwd=tmp,
+                             env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+        check("Debian's python3, no environment", run.returncode == 0 and
+              torch.equal(load_file(str(tmp / "debian.safetensors"))["0.weight"].half(),
+                          load_file(str(tmp / "m.safetensors"))["0.weight"])
+              if run.returncode == 0 else False, run.stderr)
+    else:
+        print("skipped: /usr/bin/python3 has no torch here")
 
 sys.exit(1 if failures else 0)
