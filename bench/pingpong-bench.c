@@ -280,8 +280,7 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
   GstElement *pipeline = gst_parse_launch(desc->str, &err);
   g_string_free(desc, TRUE);
   if (!pipeline || err) {
-    fprintf(stderr, "pipeline: %s (is the plugin on GST_PLUGIN_PATH?)\n",
-            err ? err->message : "cannot be built");
+    fprintf(stderr, "pipeline: %s\n", err ? err->message : "cannot be built");
     g_clear_error(&err);
     gst_clear_object(&pipeline);
     return FALSE;
@@ -414,7 +413,8 @@ main(int argc, char **argv)
       "frames/s is their sum, --frames per stream (1)",
       "S" },
     { "interval-us", 0, 0, G_OPTION_ARG_INT, &o.interval_us,
-      "push a frame every U µs, like a live source, instead of as fast as taken: latency is "
+      "push a frame every U microseconds, like a live source, instead of as fast as taken: latency "
+      "is "
       "then each frame's own (0)",
       "U" },
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace_dir,
@@ -445,12 +445,27 @@ main(int argc, char **argv)
   if (o.frames > PP_STATS_WINDOW)
     fprintf(stderr, "note: latency percentiles cover the last %d frames\n", PP_STATS_WINDOW);
 
+  /* The plugin from the build tree this program came from, when it is
+   * neither installed nor on GST_PLUGIN_PATH. */
+  GstElementFactory *factory = gst_element_factory_find("cudamlp");
+  if (!factory) {
+    gst_registry_scan_path(gst_registry_get(), PP_BUILD_ROOT "/plugins");
+    factory = gst_element_factory_find("cudamlp");
+  }
+  if (!factory) {
+    fprintf(stderr, "pingpong-bench: no cudamlp element: install the plugins (README, "
+                    "\"Installing\") or set GST_PLUGIN_PATH to the build's plugins folder\n");
+    return 1;
+  }
+  gst_object_unref(factory);
+
   if (!o.backend)
     o.backend = g_strdup("cuda");
   if (!o.devices)
     o.devices = g_strdup("0");
   int devices = 0;
   struct cudaDeviceProp prop = { .name = "the CPU" };
+  const gboolean on_gpu = g_str_equal(o.backend, "cuda");
   if (g_str_equal(o.backend, "cuda") &&
       (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
     fprintf(stderr, "pingpong-bench: no CUDA device\n");
@@ -484,6 +499,9 @@ main(int argc, char **argv)
       double fps[16];
       run_result r = { 0 }, runs[16];
       int good = 0;
+      /* What is under way, on stderr: a full run takes minutes. */
+      fprintf(stderr, "pingpong-bench: %s, %u slots, %d runs of %d frames...\n", w->name, slots,
+              MIN(o.repeats, 16), o.frames);
       for (int rep = 0; rep < o.repeats && rep < 16; rep++) {
         /* The first good run of a workload also times its GPU stages. */
         if (run_pipeline(w, slots, &o, &runs[good], timed ? NULL : &t)) {
@@ -511,18 +529,22 @@ main(int argc, char **argv)
           r = runs[i];
       const double period = 1e6 / r.fps;
       const double ideal = fmax(t.stages.h2d_us, fmax(t.stages.mlp_us, t.stages.d2h_us));
-      printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | "
-             "%.2f | %s |\n",
-             w->name, slots, r.fps, period, r.p50_us, r.p99_us, t.stages.h2d_us, t.stages.mlp_us,
-             t.stages.d2h_us, ideal, ideal / period, t.ref_mlp_us, t.stages.mlp_us / t.ref_mlp_us,
-             r.plan);
+      if (on_gpu)
+        printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | "
+               "%.2f | %s |\n",
+               w->name, slots, r.fps, period, r.p50_us, r.p99_us, t.stages.h2d_us, t.stages.mlp_us,
+               t.stages.d2h_us, ideal, ideal / period, t.ref_mlp_us, t.stages.mlp_us / t.ref_mlp_us,
+               r.plan);
+      else /* no GPU stages to time */
+        printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | – | – | – | – | – | – | – | %s |\n",
+               w->name, slots, r.fps, period, r.p50_us, r.p99_us, r.plan);
       fflush(stdout);
       g_string_append_printf(
           inside, "| %s | %u | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %" G_GUINT64_FORMAT " |\n",
           w->name, slots, r.h2d_us, r.mlp_us, r.d2h_us, r.submit_us, r.complete_us, r.handoff_us,
           r.staged);
     }
-    if (timed) {
+    if (timed && on_gpu) {
       printf("# %s MLP alone per path (µs):", w->name);
       for (int p = 0; p < PP_N_PATHS; p++)
         if (t.paths_us[p] >= 0)

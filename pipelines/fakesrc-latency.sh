@@ -24,9 +24,11 @@ gst-launch-1.0 -m \
   ! cudamlp backend="$BACKEND" slots="$SLOTS" mapping="$MAPPING" patch-size="$PATCH" \
   ! fakesink sync=false | pp_print_stats
 
-# Source-to-sink time per frame as the latency tracer saw it.
-grep -o 'latency, src-element-id.*time=(guint64)[0-9]*' "$log" | sed 's/.*time=(guint64)//' |
-  sort -n | awk '{ t[NR] = $1; s += $1 }
+# Source-to-sink time per frame as the latency tracer saw it (its log also
+# holds the record's format, "time=(guint64)%lu", which has no digits).
+grep -o 'latency, src-element-id.*time=(guint64)[0-9][0-9]*' "$log" | sed 's/.*time=(guint64)//' |
+  sort -n | awk -v frames="$FRAMES" '{ t[NR] = $1; s += $1 }
     END { if (!NR) { print "latency tracer: no records"; exit 1 }
           printf "latency tracer: %d frames, mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n",
-                 NR, s / NR / 1e6, t[int(NR * 0.5 + 0.5)] / 1e6, t[int(NR * 0.99 + 0.5)] / 1e6 }'
+                 NR, s / NR / 1e6, t[int(NR * 0.5 + 0.5)] / 1e6, t[int(NR * 0.99 + 0.5)] / 1e6
+          if (NR != frames) { printf "expected %d frames\n", frames; exit 1 } }'

@@ -197,12 +197,21 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   gint fps_n, fps_d;
   gchar *msg = NULL;
   const pp_model *model = NULL;
+  const gchar *hint = "";
   if (pp_caps_are_cuda_memory(caps) && !gst_cuda_mlp_takes_cuda_memory(self))
     msg = g_strdup("frames in CUDA memory need backend=cuda, one device and a GPU");
-  if (msg || !pp_caps_to_layout(caps, mapping, patch, color, &layout, &fps_n, &fps_d, &msg) ||
-      !(model = gst_cuda_mlp_model_for(self, layout.k, &msg))) {
+  if (!msg && !pp_caps_to_layout(caps, mapping, patch, color, &layout, &fps_n, &fps_d, &msg) &&
+      mapping == PP_MAPPING_PATCHES)
+    hint = "; a smaller patch-size, or videoscale before cudamlp to make the frames larger, fits";
+  else if (!msg && !(model = gst_cuda_mlp_model_for(self, layout.k, &msg)))
+    hint = mapping == PP_MAPPING_ROWS
+               ? "; with mapping=rows K is width × channels: videoscale before cudamlp picks a "
+                 "width that fits"
+               : "; with mapping=patches K is patch-size² × channels: set the patch-size the "
+                 "model was trained on";
+  if (msg) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
-                      ("%s (caps %" GST_PTR_FORMAT ")", msg, caps));
+                      ("%s%s (caps %" GST_PTR_FORMAT ")", msg, hint, caps));
     g_clear_pointer(&msg, g_free);
     return CAPS_REFUSED;
   }

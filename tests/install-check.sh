@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs the build into a scratch DESTDIR and checks the installed
-# layout: the plugins link no CUDA library, and the installed plugin finds
-# the installed CUDA module beside it (<libdir>/pingpong), not the build
-# tree's. Without a GPU the module then loads and reports the missing
-# device; with one, a frame runs.
+# layout: the plugins land where the system's GStreamer looks when the
+# prefix is its own (/usr, as tools/setup-debian.sh configures), they link
+# no CUDA library, and the installed plugin finds the installed CUDA module
+# beside it (<libdir>/pingpong), not the build tree's. Without a GPU the
+# module then loads and reports the missing device; with one, a frame runs.
+# With --system (CI, as root), installs for real as the README says, runs
+# gst-inspect-1.0 cudamlp and pingpong-export from a shell with no
+# variables set, then uninstalls.
 #
-#   tests/install-check.sh [BUILD_DIR]
+#   tests/install-check.sh [--system] [BUILD_DIR]
 set -euo pipefail
+system=0
+[ "${1:-}" = --system ] && { system=1; shift; }
 build=$(realpath "${1:-build}")
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 DESTDIR=$dest meson install -C "$build" --no-rebuild --quiet
 plugin=$(find "$dest" -name libgstpingpong.so)
 plugin_dir=$(dirname "$plugin")
+prefix=$(meson introspect "$build" --buildoptions |
+  python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+system_dir=$(pkg-config --variable=pluginsdir gstreamer-1.0)
+if [ "$prefix" = /usr ] && [ "$plugin_dir" != "$dest$system_dir" ]; then
+  echo "FAIL: prefix /usr puts the plugin in ${plugin_dir#"$dest"}, not GStreamer's $system_dir"
+  exit 1
+fi
+[ -x "$dest$prefix/bin/pingpong-export" ] || { echo "FAIL: pingpong-export is not installed"; exit 1; }
 module=$(find "$dest" -name libpingpong-cuda.so)
 [ "$(dirname "$module")" = "$(dirname "$plugin_dir")/pingpong" ] ||
   { echo "FAIL: the module is at $module, not beside $plugin_dir"; exit 1; }
@@ -37,3 +51,16 @@ echo "$out" | grep -qE "Execution ended|no CUDA device" ||
 echo "installed: $(basename "$plugin") and $(basename "$module") load from $dest"
 echo "cudamlp backend=cuda says:"
 echo "$out" | grep -E "^(ERROR|Execution ended)|CUDA" | head -4
+
+if [ "$system" = 1 ]; then
+  [ "$prefix" = /usr ] || { echo "FAIL: --system wants a build configured with --prefix=/usr"; exit 1; }
+  meson install -C "$build" --no-rebuild --quiet
+  trap 'ninja -C "$build" uninstall > /dev/null; rm -rf "$dest"' EXIT
+  clean=(env -i HOME="$dest" PATH=/usr/bin:/bin)
+  "${clean[@]}" gst-inspect-1.0 cudamlp > "$dest/inspect.txt" ||
+    { echo "FAIL: gst-inspect-1.0 cudamlp after install, no variables set"; exit 1; }
+  grep -q "Factory Details" "$dest/inspect.txt"
+  "${clean[@]}" pingpong-export --help > /dev/null ||
+    { echo "FAIL: pingpong-export after install, no variables set"; exit 1; }
+  echo "installed in /usr: gst-inspect-1.0 cudamlp and pingpong-export run with no variables set"
+fi

@@ -9,8 +9,10 @@
 # CUDA: when nvcc is on PATH or in /usr/local/cuda/bin the CUDA backend is
 # built (PP_CUDA=enabled makes its absence an error), and with it input in
 # CUDA memory through GStreamer's CUDA library (libgstreamer-plugins-bad1.0-dev).
-# Test clips are made with vp8enc (-good) and x264enc (-ugly). Test references use
-# Debian's numpy and PyTorch, and safetensors from PyPI in ./.venv.
+# Test clips are made with vp8enc (-good) and x264enc (-ugly) and decoded with
+# -good's and -libav's decoders. The exporter and the examples run on Debian's
+# python3 (PyTorch, numpy, GStreamer's bindings); the tests also read files
+# back with safetensors from PyPI, in ./.venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
@@ -26,6 +28,8 @@ packages=(
   iproute2  # the network pair's test between two network namespaces
   liburing-dev libcmocka-dev libjson-glib-dev
   python3 python3-venv python3-pip python3-numpy python3-torch python3-matplotlib
+  python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0  # examples/scores.py
+  gstreamer1.0-libav  # H.264 and other decoders for users' own clips
   clang-format
   clang libclang-rt-14-dev  # the model loader's libFuzzer target (tests/fuzz)
 )
@@ -42,11 +46,15 @@ for dir in /usr/local/cuda/bin /usr/local/cuda-13.0/bin; do
   [ -x "$dir/nvcc" ] && case ":$PATH:" in *":$dir:"*) ;; *) PATH=$dir:$PATH ;; esac
 done
 export PATH
-options=(-Dcuda="${PP_CUDA:-auto}" -Dpython="$PWD/.venv/bin/python3" -Dpython-tests=enabled)
-if [ -d build ]; then
+options=(--prefix=/usr -Dcuda="${PP_CUDA:-auto}" -Dpython="$PWD/.venv/bin/python3" -Dpython-tests=enabled)
+if [ -f build/meson-private/coredata.dat ]; then
   meson setup --reconfigure build "${options[@]}"
 else
-  meson setup build "${options[@]}"
+  # nvcc through tools/nvcc-deps, so that editing a header the kernels
+  # include rebuilds them (the file names it by its absolute path).
+  mkdir -p build
+  printf "[binaries]\ncuda = '%s'\n" "$PWD/tools/nvcc-deps" > build/nvcc-deps.ini
+  meson setup build --native-file build/nvcc-deps.ini "${options[@]}"
 fi
 ninja -C build
 
