@@ -30,7 +30,12 @@ gst_cuda_mlp_open_trace(GstCudaMlp *self, const gchar *path)
     return;
   const unsigned spans = pp_debug_env_read().trace_spans;
   g_autofree gchar *process = g_strdup_printf("%s (host)", GST_OBJECT_NAME(self));
-  self->trace = pp_trace_new(path, process, spans ? spans : DEFAULT_SPANS);
+  g_autofree gchar *msg = NULL;
+  if (pp_trace_new(path, process, spans ? spans : DEFAULT_SPANS, &self->trace, &msg) < 0) {
+    GST_ELEMENT_WARNING(self, RESOURCE, OPEN_WRITE, ("Cannot write the trace; running without it."),
+                        ("%s", msg));
+    return;
+  }
   pp_engine_set_trace(self->engine, self->trace);
 }
 

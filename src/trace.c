@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "stats.h"
 
 /* The device's tracks live in a process of their own in the viewer. */
@@ -24,6 +25,7 @@ typedef struct {
 
 struct pp_trace {
   char *path, *process;
+  FILE *file; /* created at new, written at close */
   span *spans;
   unsigned capacity;
   unsigned next;     /* atomic: the next free span, may pass capacity */
@@ -31,16 +33,21 @@ struct pp_trace {
   int64_t origin_ns; /* the trace's time 0 */
 };
 
-pp_trace *
-pp_trace_new(const char *path, const char *process, unsigned capacity)
+int
+pp_trace_new(const char *path, const char *process, unsigned capacity, pp_trace **out, char **msg)
 {
+  FILE *file = g_fopen(path, "w");
+  if (!file)
+    return pp_error(msg, errno, "cannot write the trace %s: %s", path, g_strerror(errno));
   pp_trace *t = g_new0(pp_trace, 1);
+  t->file = file;
   t->path = g_strdup(path);
   t->process = g_strdup(process);
   t->capacity = capacity ? capacity : 1;
   t->spans = g_new(span, t->capacity);
   t->origin_ns = pp_now_ns();
-  return t;
+  *out = t;
+  return 0;
 }
 
 static void
@@ -117,13 +124,7 @@ pp_trace_close(pp_trace *t, char **msg)
     return 0;
   const unsigned n = MIN(__atomic_load_n(&t->next, __ATOMIC_ACQUIRE), t->capacity);
   int rc = 0;
-  FILE *f = g_fopen(t->path, "w");
-  if (!f) {
-    rc = -errno;
-    if (msg)
-      *msg = g_strdup_printf("cannot write the trace %s: %s", t->path, g_strerror(errno));
-    goto out;
-  }
+  FILE *f = t->file;
   fprintf(f,
           "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"spans\":%u,\"dropped\":%u,"
           "\"origin_ns\":%" G_GINT64_FORMAT "},\n"
@@ -151,12 +152,8 @@ pp_trace_close(pp_trace *t, char **msg)
   }
   g_hash_table_destroy(named);
   fputs("\n]}\n", f);
-  if (fclose(f) != 0 && rc == 0) {
-    rc = -errno;
-    if (msg)
-      *msg = g_strdup_printf("cannot write the trace %s: %s", t->path, g_strerror(errno));
-  }
-out:
+  if (fclose(f) != 0)
+    rc = pp_error(msg, errno, "cannot write the trace %s: %s", t->path, g_strerror(errno));
   g_free(t->spans);
   g_free(t->path);
   g_free(t->process);

@@ -17,8 +17,11 @@
 
 typedef struct pp_trace pp_trace;
 
-/* Spans `capacity` at most; `process` names the host process track. */
-pp_trace *pp_trace_new(const char *path, const char *process, unsigned capacity);
+/* Spans `capacity` at most; `process` names the host process track. The
+ * file is created now, so a path that cannot be written is said at once:
+ * negative errno and a message, and no trace. */
+int pp_trace_new(const char *path, const char *process, unsigned capacity, pp_trace **out,
+                 char **msg);
 
 /* [start_ns, end_ns) of pp_now_ns() on the calling thread's track; `frame`
  * is the frame's sequence number (args), or -1. Safe from any thread; a

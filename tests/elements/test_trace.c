@@ -162,6 +162,46 @@ test_trace_of_a_run(void **state)
   g_unlink(path);
 }
 
+/* A trace path that cannot be written is said at start, as a warning on
+ * the bus, and the frames still run to EOS. */
+static void
+test_unwritable_trace_warns(void **state)
+{
+  (void) state;
+  g_setenv("PINGPONG_TRACE", "/nonexistent/folder/run.json", TRUE);
+  g_autofree gchar *desc =
+      g_strdup_printf("videotestsrc num-buffers=5 ! video/x-raw,format=GRAY8,width=32,height=16 ! "
+                      "cudamlp backend=%s ! fakesink",
+                      backend_name);
+  GstElement *pipeline = gst_parse_launch(desc, NULL);
+  assert_non_null(pipeline);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  gboolean warned = FALSE, ended = FALSE;
+  while (!ended) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(
+        bus, 30 * GST_SECOND, GST_MESSAGE_WARNING | GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    assert_non_null(msg);
+    assert_int_not_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_ERROR);
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+      GError *err = NULL;
+      gchar *debug = NULL;
+      gst_message_parse_warning(msg, &err, &debug);
+      warned |= strstr(err->message, "Cannot write the trace") != NULL &&
+                strstr(debug, "/nonexistent/folder/run.json") != NULL;
+      g_error_free(err);
+      g_free(debug);
+    }
+    ended = GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS;
+    gst_message_unref(msg);
+  }
+  assert_true(warned);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(pipeline);
+  g_unsetenv("PINGPONG_TRACE");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -170,6 +210,7 @@ main(int argc, char **argv)
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_trace_of_a_run),
+    cmocka_unit_test(test_unwritable_trace_warns),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
   return test_gst_finish(failed);
