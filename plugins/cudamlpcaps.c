@@ -41,6 +41,15 @@ gst_cuda_mlp_frames_out(GstCudaMlp *self)
   return output == GST_CUDA_MLP_OUTPUT_VIDEO_META;
 }
 
+static gboolean
+has_video(const GstCaps *caps)
+{
+  for (guint i = 0; i < gst_caps_get_size(caps); i++)
+    if (gst_structure_has_name(gst_caps_get_structure(caps, i), "video/x-raw"))
+      return TRUE;
+  return FALSE;
+}
+
 /* The frames this element takes, as far as `filter` allows. */
 static GstCaps *
 sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
@@ -57,8 +66,14 @@ sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
     gst_caps_unref(caps);
     caps = whole;
   }
-  if (k) {
-    GstCaps *fitting = pp_caps_for_inputs(caps, k, mapping, patch, color);
+  GstCaps *fitting = k ? pp_caps_for_inputs(caps, k, mapping, patch, color) : NULL;
+  if (fitting && !has_video(fitting)) {
+    /* No video frame at all gives the model its K: negotiation goes on,
+     * and set_caps refuses the frames naming the model's K and the caps. */
+    GST_INFO_OBJECT(self, "no video frame gives the model's K=%u with these settings", k);
+    gst_clear_caps(&fitting);
+  }
+  if (fitting) {
     gst_caps_unref(caps);
     caps = fitting;
   }
