@@ -5,9 +5,10 @@
  *   pp-startup 'videotestsrc num-buffers=1 ! … ! cudamlp name=mlp ! fakesink'
  *
  * prints one line of key=value: gst_init_ms, parse_ms, first_ms (NULL to
- * the first buffer at a sink), and, from the element named "mlp", its plan
- * source and its start-up structure (open, library, alloc, weights, plan,
- * graphs, configure; ms). bench/startup.sh runs it in fresh processes,
+ * the first buffer at a sink), from the element named "mlp" (where there is
+ * one) its plan source and its start-up structure (open, library, alloc,
+ * weights, plan, graphs, configure; ms), and null_ms (the way back to
+ * NULL). bench/startup.sh runs it in fresh processes,
  * cold and with a cached plan. */
 #include <gst/gst.h>
 #include <stdio.h>
@@ -96,11 +97,13 @@ main(int argc, char **argv)
     printf("gst_init_ms=%.1f parse_ms=%.1f first_ms=%.1f", (t1 - t0) / 1e6, (t2 - t1) / 1e6,
            (first_ns - t2) / 1e6);
     print_startup(pipeline);
-    printf("\n");
   }
   if (msg)
     gst_message_unref(msg);
+  const gint64 t3 = pp_now_ns();
   gst_element_set_state(pipeline, GST_STATE_NULL);
+  if (rc == 0)
+    printf(" null_ms=%.1f\n", (pp_now_ns() - t3) / 1e6);
   gst_object_unref(bus);
   gst_object_unref(pipeline);
   return rc;

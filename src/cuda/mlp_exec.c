@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "log.h"
 #include "lt_loader.h"
 #include "reader.h"
+#include "stats.h"
 
 /* A layer's cuBLASLt GEMMs: over a whole frame, and over a chunk's rows. */
 typedef struct {
@@ -177,7 +179,9 @@ pp_mlp_exec_use_cublas(pp_mlp_exec *e, double *load_ms, char **msg)
   if (!lt)
     return -ENOTSUP;
   void *handle = NULL;
+  const int64_t t0 = pp_now_ns();
   const int status = lt->create(&handle);
+  pp_log(PP_LOG_DEBUG, "cuda", "cublasLtCreate: %.1f ms", (pp_now_ns() - t0) / 1e6);
   if (status != 0)
     return pp_cuda_fail_text(msg, "cublasLtCreate", lt->status_string(status), __FILE__, __LINE__);
   e->lt = lt;
@@ -192,6 +196,7 @@ ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
   if (e->split_pieces == pieces)
     return 0;
   free_split(e);
+  const int64_t t0 = pp_now_ns();
   const pp_gpu_layer *l = &e->w->layers[0];
   const size_t row = pieces * pp_cuda_split_kp(e->layout.k);
   CUDA_CHECK(cudaMalloc(&e->w_split, (size_t) l->out * row * sizeof(float)));
@@ -200,6 +205,8 @@ ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
                                    e->reader.bias, l->b, e->w_split, e->b_split));
   CUDA_CHECK(cudaStreamSynchronize(e->setup));
   e->split_pieces = pieces;
+  pp_log(PP_LOG_DEBUG, "cuda", "layer 0's weights split in %u pieces: %.1f ms", pieces,
+         (pp_now_ns() - t0) / 1e6);
   return 0;
 }
 
@@ -253,7 +260,10 @@ pp_mlp_exec_set_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned
   const bool whole = rows == e->layout.n;
   const pp_lt_shape shape = gemm_shape(e, layer, path, pieces, rows);
   pp_lt_gemm *made = NULL;
+  const int64_t t0 = pp_now_ns();
   LT_CHECK(e->lt->plan(e->lt_handle, &shape, algo, &made));
+  pp_log(PP_LOG_DEBUG, "cuda", "layer %u's cuBLASLt algorithm for %u rows: %.1f ms", layer, rows,
+         (pp_now_ns() - t0) / 1e6);
   if (g->path != path || g->pieces != pieces) {
     free_gemms(e, layer);
     g->path = path;
