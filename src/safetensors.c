@@ -353,15 +353,6 @@ pp_safetensors_metadata(const pp_safetensors *st, const char *key)
   return NULL;
 }
 
-const pp_st_tensor *
-pp_safetensors_find(const pp_safetensors *st, const char *name)
-{
-  for (size_t i = 0; i < st->n_tensors; i++)
-    if (strcmp(st->tensors[i].name, name) == 0)
-      return &st->tensors[i];
-  return NULL;
-}
-
 static float
 half_to_float(uint16_t h)
 {

@@ -42,8 +42,6 @@ typedef struct {
 int pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char **msg);
 void pp_safetensors_free(pp_safetensors *st);
 
-const pp_st_tensor *pp_safetensors_find(const pp_safetensors *st, const char *name);
-
 /* A "__metadata__" value by key, or NULL. */
 const char *pp_safetensors_metadata(const pp_safetensors *st, const char *key);
 
