@@ -7,9 +7,10 @@
 
 #include "piperun.h"
 
-/* Runs `desc` to EOS (or error); returns the error text, if any. */
-gchar *
-test_run_pipeline(const char *desc, GstElement **keep)
+/* Runs `desc` to EOS (or error); returns the error text, if any. Before
+ * NULL, `caps_of` names an element whose sink pad's caps go to *caps. */
+static gchar *
+run(const char *desc, GstElement **keep, const char *caps_of, GstCaps **caps)
 {
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc, &err);
@@ -30,6 +31,14 @@ test_run_pipeline(const char *desc, GstElement **keep)
     g_free(debug);
   }
   gst_message_unref(msg);
+  if (caps_of) {
+    GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline), caps_of);
+    assert_non_null(element);
+    GstPad *pad = gst_element_get_static_pad(element, "sink");
+    *caps = gst_pad_get_current_caps(pad);
+    gst_object_unref(pad);
+    gst_object_unref(element);
+  }
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(bus);
   if (keep)
@@ -37,4 +46,16 @@ test_run_pipeline(const char *desc, GstElement **keep)
   else
     gst_object_unref(pipeline);
   return text;
+}
+
+gchar *
+test_run_pipeline(const char *desc, GstElement **keep)
+{
+  return run(desc, keep, NULL, NULL);
+}
+
+gchar *
+test_run_pipeline_caps(const char *desc, const char *element, GstCaps **caps)
+{
+  return run(desc, NULL, element, caps);
 }

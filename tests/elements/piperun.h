@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* What the io_uring element tests share: running a gst-launch description
- * to EOS. Include after cmocka.h. */
+/* What the element tests share: running a gst-launch description to EOS.
+ * Include after cmocka.h. */
 #ifndef PP_TEST_PIPERUN_H
 #define PP_TEST_PIPERUN_H
 
@@ -10,5 +10,8 @@
  * returns the error's text ("message | debug"), NULL at EOS. With `keep`,
  * the pipeline (in NULL) is handed back for its stats. */
 gchar *test_run_pipeline(const char *desc, GstElement **keep);
+/* The same, and the caps `element`'s sink pad had at the end (NULL where
+ * none were set), for the caller to unref. */
+gchar *test_run_pipeline_caps(const char *desc, const char *element, GstCaps **caps);
 
 #endif

@@ -640,41 +640,6 @@ test_caps_follow_the_model(void **state)
   g_unlink(path);
 }
 
-/* The caps cudamlp's sink pad got when `desc` (with a cudamlp named mlp)
- * ran to EOS; NULL, and the error's text in *error, when it failed. */
-static GstCaps *
-negotiated(const char *desc, gchar **error)
-{
-  GstElement *pipeline = gst_parse_launch(desc, NULL);
-  assert_non_null(pipeline);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  assert_non_null(msg);
-  GstCaps *caps = NULL;
-  *error = NULL;
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-    GError *err = NULL;
-    gchar *debug = NULL;
-    gst_message_parse_error(msg, &err, &debug);
-    *error = g_strdup_printf("%s | %s", err->message, debug);
-    g_error_free(err);
-    g_free(debug);
-  } else {
-    GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
-    GstPad *pad = gst_element_get_static_pad(mlp, "sink");
-    caps = gst_pad_get_current_caps(pad);
-    gst_object_unref(pad);
-    gst_object_unref(mlp);
-  }
-  gst_message_unref(msg);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(pipeline);
-  return caps;
-}
-
 /* From a fixed 320×240 I420 source, videoconvert ! videoscale pick frames
  * that give a model its K: for mapping=rows a width (K = width ×
  * channels), for mapping=patches the channel count (K = p·p·channels).
@@ -697,9 +662,9 @@ test_videoscale_picks_a_fitting_frame(void **state)
         "videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=320,height=240 ! videoconvert "
         "! videoscale ! cudamlp name=mlp backend=%s %s ! fakesink",
         backend_name, cases[i].settings);
-    g_autofree gchar *error = NULL;
-    GstCaps *caps = negotiated(desc, &error);
-    if (!caps)
+    GstCaps *caps = NULL;
+    g_autofree gchar *error = test_run_pipeline_caps(desc, "mlp", &caps);
+    if (error || !caps)
       fail_msg("%s: %s", cases[i].settings, error);
     GstVideoInfo info;
     assert_true(gst_video_info_from_caps(&info, caps));
@@ -721,10 +686,10 @@ test_videoscale_picks_a_fitting_frame(void **state)
       "videotestsrc num-buffers=3 ! videoconvert ! videoscale ! cudamlp name=mlp backend=%s "
       "mapping=patches layers=\"linear(1000,4), relu, linear(4,1)\" ! fakesink",
       backend_name);
-  g_autofree gchar *error = NULL;
-  GstCaps *caps = negotiated(desc, &error);
-  assert_null(caps);
-  if (!strstr(error, "takes 1000 inputs") || !strstr(error, "video/x-raw"))
+  GstCaps *caps = NULL;
+  g_autofree gchar *error = test_run_pipeline_caps(desc, "mlp", &caps);
+  gst_clear_caps(&caps);
+  if (!error || !strstr(error, "takes 1000 inputs") || !strstr(error, "video/x-raw"))
     fail_msg("unexpected error: %s", error);
 }
 

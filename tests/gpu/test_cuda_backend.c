@@ -142,6 +142,20 @@ test_autotune_picks_a_working_path(void **state)
     run_all(&shapes[s], "", NULL, modes[s % 2], true, 3);
 }
 
+/* FRAMES frames, two in flight, checked against the reference. */
+static void
+run_two_in_flight(run *r, const char *what)
+{
+  for (int f = 0; f < FRAMES; f++) {
+    if (f >= 2)
+      pop(r, f - 2);
+    submit(r, f);
+  }
+  pop(r, FRAMES - 2);
+  pop(r, FRAMES - 1);
+  check_outputs(r, what);
+}
+
 /* The plan as a line: tuned, printed, forced back from the line (the same
  * plan: the same line), and given as a cached line (used, not tuned); a
  * cached line cuBLAS cannot run (an algorithm it no longer has) falls back
@@ -179,14 +193,7 @@ test_plan_lines(void **state)
     assert_string_equal(info.line, tuned);
     print_message("%s: cached configure %.1f ms (plan %.1f)\n", s->name, info.startup.configure_ms,
                   info.startup.plan_ms);
-    for (int f = 0; f < FRAMES; f++) {
-      if (f >= 2)
-        pop(&r, f - 2);
-      submit(&r, f);
-    }
-    pop(&r, FRAMES - 2);
-    pop(&r, FRAMES - 1);
-    check_outputs(&r, "a cached plan");
+    run_two_in_flight(&r, "a cached plan");
     teardown_run(&r);
   }
   /* A cached line whose cuBLAS algorithm this cuBLAS lacks: tuned again. */
@@ -202,14 +209,7 @@ test_plan_lines(void **state)
   assert_int_equal(info.source, PP_PLAN_TUNED);
   assert_non_null(info.refused);
   print_message("a stale cached plan: %s\n", info.refused);
-  for (int f = 0; f < FRAMES; f++) {
-    if (f >= 2)
-      pop(&r, f - 2);
-    submit(&r, f);
-  }
-  pop(&r, FRAMES - 2);
-  pop(&r, FRAMES - 1);
-  check_outputs(&r, "after a stale cached plan");
+  run_two_in_flight(&r, "after a stale cached plan");
   teardown_run(&r);
 }
 
