@@ -11,55 +11,10 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "uring_io_priv.h"
 
-#ifdef PP_HAVE_URING
-#include <liburing.h>
-#endif
-
-/* Registered-buffer table size: more than a pool's worth of frames. */
-#define FIXED_SLOTS 64
 /* Longest single wait for a completion before looking again (see reap). */
 #define WAIT_SLICE_S 1
-
-typedef struct {
-  bool busy, done;
-  void *tag;
-  uint8_t *buf;
-  size_t len, transferred;
-  uint64_t offset;
-  ssize_t result;
-  int fixed; /* registered-buffer index, or -1 */
-} request;
-
-typedef struct {
-  uint8_t *base;
-  size_t len;
-} fixed_range;
-
-struct pp_io {
-  int fd;
-  pp_io_access access;
-  bool direct;
-  /* A FIFO, pipe, character device or socket: no size, no offsets; reads
-   * take what comes next (read(), or io_uring at offset -1). */
-  bool stream;
-  uint64_t size;      /* at open; 0 for a stream */
-  uint64_t append_at; /* next offset of an append */
-  unsigned depth, in_flight;
-  request *reqs;
-  char *fallback; /* why not io_uring; NULL with it */
-#ifdef PP_HAVE_URING
-  struct io_uring ring;
-  bool ring_ready;
-  bool fixed_ready;
-  unsigned ring_flags;  /* IORING_SETUP_* the kernel took */
-  unsigned unsubmitted; /* entries prepared since the last submission */
-  int ring_error;       /* a submission the kernel refused for good */
-#endif
-  GMutex fixed_lock;
-  fixed_range fixed[FIXED_SLOTS];
-  uint64_t fixed_transfers;
-};
 
 /* A refusal with the system's reason after what failed. */
 #define fail(msg, err, what) pp_error(msg, err, "%s: %s", what, g_strerror(err))
@@ -118,8 +73,7 @@ start_ring(pp_io *io, bool one_thread)
   if (rc < 0)
     return rc;
   io->ring_ready = true;
-  /* A sparse table that pp_io_register_buffer fills slot by slot. */
-  io->fixed_ready = io_uring_register_buffers_sparse(&io->ring, FIXED_SLOTS) == 0;
+  pp_io_fixed_start(io);
   return 0;
 }
 #endif
@@ -369,19 +323,6 @@ reap(pp_io *io)
   return -EINVAL; /* synchronous requests are done when submitted */
 }
 
-static int
-fixed_index_for(pp_io *io, const uint8_t *buf, size_t len)
-{
-  int index = -1;
-  g_mutex_lock(&io->fixed_lock);
-  for (int i = 0; i < FIXED_SLOTS && index < 0; i++)
-    if (io->fixed[i].base && buf >= io->fixed[i].base &&
-        buf + len <= io->fixed[i].base + io->fixed[i].len)
-      index = i;
-  g_mutex_unlock(&io->fixed_lock);
-  return index;
-}
-
 int
 pp_io_submit(pp_io *io, void *buf, size_t len, uint64_t offset, void *tag)
 {
@@ -401,7 +342,7 @@ pp_io_submit(pp_io *io, void *buf, size_t len, uint64_t offset, void *tag)
   io->in_flight++;
 #ifdef PP_HAVE_URING
   if (io->ring_ready) {
-    r->fixed = fixed_index_for(io, buf, len);
+    r->fixed = pp_io_fixed_index(io, buf, len);
     const int rc = io->ring_error ? io->ring_error : queue_request(io, r);
     if (rc < 0) {
       r->busy = false;
@@ -515,12 +456,6 @@ pp_io_fallback(const pp_io *io)
   return io->fallback;
 }
 
-uint64_t
-pp_io_fixed_transfers(const pp_io *io)
-{
-  return io->fixed_transfers;
-}
-
 char *
 pp_io_describe_state(const pp_io *io)
 {
@@ -554,58 +489,4 @@ pp_io_describe_state(const pp_io *io)
                              r->offset, r->result, r->fixed);
   }
   return g_string_free(s, FALSE);
-}
-
-/* ---- registered buffers ------------------------------------------------------ */
-
-bool
-pp_io_register_buffer(pp_io *io, void *base, size_t len)
-{
-#ifdef PP_HAVE_URING
-  if (!io->ring_ready || !io->fixed_ready)
-    return false;
-  bool ok = false;
-  g_mutex_lock(&io->fixed_lock);
-  int slot = -1;
-  for (int i = 0; i < FIXED_SLOTS && !ok; i++) {
-    if (io->fixed[i].base == base && io->fixed[i].len == len)
-      ok = true;
-    else if (!io->fixed[i].base && slot < 0)
-      slot = i;
-  }
-  if (!ok && slot >= 0) {
-    struct iovec iov = { .iov_base = base, .iov_len = len };
-    __u64 tag = 0;
-    if (io_uring_register_buffers_update_tag(&io->ring, slot, &iov, &tag, 1) == 1) {
-      io->fixed[slot] = (fixed_range){ base, len };
-      ok = true;
-    }
-  }
-  g_mutex_unlock(&io->fixed_lock);
-  return ok;
-#else
-  (void) io, (void) base, (void) len;
-  return false;
-#endif
-}
-
-void
-pp_io_forget_buffer(pp_io *io, void *base)
-{
-#ifdef PP_HAVE_URING
-  g_mutex_lock(&io->fixed_lock);
-  for (int i = 0; i < FIXED_SLOTS; i++) {
-    if (io->fixed[i].base == base) {
-      /* An empty entry clears the slot; requests already using it keep the
-       * old registration until they complete. */
-      struct iovec iov = { 0 };
-      __u64 tag = 0;
-      io_uring_register_buffers_update_tag(&io->ring, i, &iov, &tag, 1);
-      io->fixed[i] = (fixed_range){ 0 };
-    }
-  }
-  g_mutex_unlock(&io->fixed_lock);
-#else
-  (void) io, (void) base;
-#endif
 }

@@ -63,16 +63,18 @@ for step in "${steps[@]}"; do
         done
       done
       [ "${SANITIZE_ELEMENTS:-1}" = 0 ] && continue
-      echo "== compute-sanitizer --tool memcheck: cudamlp element tests on the GPU"
-      # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the whole file takes long under memcheck.
-      env PP_TEST_BACKEND=cuda PP_TEST_TUNING=quick G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
-        ${SANITIZE_ELEMENT_FILTER:+PP_TEST_FILTER=$SANITIZE_ELEMENT_FILTER} \
-        compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/elements/test_cudamlp" \
-        > "$LOGS/sanitize-memcheck-elements.log" 2>&1
-      rc=$?
-      grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/sanitize-memcheck-elements.log" | tail -3
-      echo "exit $rc"
-      [ $rc -eq 0 ] || status=1
+      # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the element tests take long under memcheck.
+      for t in test_cudamlp test_element test_negotiation; do
+        echo "== compute-sanitizer --tool memcheck: $t on the GPU"
+        env PP_TEST_BACKEND=cuda PP_TEST_TUNING=quick G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
+          ${SANITIZE_ELEMENT_FILTER:+PP_TEST_FILTER=$SANITIZE_ELEMENT_FILTER} \
+          compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/elements/$t" \
+          > "$LOGS/sanitize-memcheck-$t.log" 2>&1
+        rc=$?
+        grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/sanitize-memcheck-$t.log" | tail -3
+        echo "exit $rc"
+        [ $rc -eq 0 ] || status=1
+      done
       echo "== compute-sanitizer --tool memcheck: YUV formats on the GPU"
       PP_TEST_BACKEND=cuda PP_TEST_TUNING=quick PP_TEST_FILTER=test_every_yuv_format G_DEBUG=fatal-warnings \
         GST_REGISTRY_FORK=no compute-sanitizer --tool memcheck --error-exitcode 99 \

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The cudamlp element tests' shared helpers (mlpharness.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mlpharness.h"
+
+GstElement *
+test_make_mlp(const char *backend, const char *first_property, ...)
+{
+  GstElement *e = gst_element_factory_make("cudamlp", NULL);
+  assert_non_null(e);
+  gst_util_set_object_arg(G_OBJECT(e), "backend", backend);
+  /* Under compute-sanitizer every choice is timed once (tools/gpu-check.sh). */
+  if (g_getenv("PP_TEST_TUNING"))
+    gst_util_set_object_arg(G_OBJECT(e), "tuning", g_getenv("PP_TEST_TUNING"));
+  va_list args;
+  va_start(args, first_property);
+  if (first_property)
+    g_object_set_valist(G_OBJECT(e), first_property, args);
+  va_end(args);
+  return e;
+}
+
+/* A harness whose element posts to a bus we can read. */
+GstHarness *
+test_harness_for(GstElement *element, GstBus **bus)
+{
+  *bus = gst_bus_new();
+  gst_element_set_bus(element, *bus);
+  GstHarness *h = gst_harness_new_with_element(element, "sink", "src");
+  gst_object_unref(element); /* the harness holds its own reference */
+  return h;
+}
+
+/* Messages left on the bus hold the element, which holds the bus: flush them. */
+void
+test_harness_finish(GstHarness *h, GstBus *bus)
+{
+  gst_bus_set_flushing(bus, TRUE);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+}
+
+gchar *
+test_bus_text(GstBus *bus, GstMessageType type)
+{
+  GstMessage *msg = gst_bus_pop_filtered(bus, type);
+  if (!msg)
+    return NULL;
+  GError *err = NULL;
+  gchar *debug = NULL;
+  if (type == GST_MESSAGE_ERROR)
+    gst_message_parse_error(msg, &err, &debug);
+  else
+    gst_message_parse_warning(msg, &err, &debug);
+  gchar *text = g_strdup_printf("%s | %s", err->message, debug ? debug : "");
+  g_error_free(err);
+  g_free(debug);
+  gst_message_unref(msg);
+  return text;
+}
+
+/* A hand-made 3→4→2 model (0.weight 4×3, 2.weight 2×4) in a temporary file. */
+gchar *
+test_write_small_model(gboolean truncate)
+{
+  static const char json[] =
+      "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]},"
+      "\"2.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[48,80]}}";
+  const gsize header = sizeof json - 1, len = 8 + header + 80;
+  guint8 *bytes = g_malloc0(len);
+  for (int i = 0; i < 8; i++)
+    bytes[i] = (guint8) (header >> (8 * i));
+  memcpy(bytes + 8, json, header);
+  gchar *path = NULL;
+  const int fd = g_file_open_tmp("pp-model-XXXXXX.safetensors", &path, NULL);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_true(g_file_set_contents(path, (gchar *) bytes, truncate ? len - 10 : len, NULL));
+  g_free(bytes);
+  return path;
+}
+
+/* With GST_TRACERS=leaks (the test environment sets it), every GstObject and
+ * GstMiniObject made after gst_init must be gone once the tests finish. */
+int
+test_count_live_objects(void)
+{
+  /* Tasks drop their last reference on a pool thread after join: wait. */
+  gst_task_cleanup_all();
+  GList *tracers = gst_tracing_get_active_tracers();
+  int live = 0;
+  for (GList *l = tracers; l; l = l->next) {
+    if (!g_str_equal(G_OBJECT_TYPE_NAME(l->data), "GstLeaksTracer"))
+      continue;
+    GstStructure *info = NULL;
+    g_signal_emit_by_name(l->data, "get-live-objects", &info);
+    const GValue *list = gst_structure_get_value(info, "live-objects-list");
+    live = gst_value_list_get_size(list);
+    for (int i = 0; i < live; i++) {
+      const GstStructure *obj = gst_value_get_structure(gst_value_list_get_value(list, i));
+      gchar *text = gst_structure_to_string(obj);
+      g_printerr("still alive: %s\n", text);
+      g_free(text);
+    }
+    gst_structure_free(info);
+  }
+  g_list_free_full(tracers, gst_object_unref);
+  return live;
+}
