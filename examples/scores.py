@@ -15,10 +15,18 @@ float32, N×O (N patches in raster order, O outputs each), with the frame's
 timestamp. The grid's shape comes from the frame size cudamlp was given.
 """
 import argparse
+import os
 import sys
 
-import gi
-import numpy as np
+try:
+    import gi
+    import numpy as np
+except ImportError:
+    # The set-up installs GStreamer's bindings and numpy for Debian's
+    # python3; another python3 may come first on PATH: run under Debian's.
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    sys.exit(f"scores.py: python3-gi or numpy is not installed for {sys.executable}")
 
 gi.require_version("Gst", "1.0")
 from gi.repository import Gst  # noqa: E402

@@ -4,15 +4,25 @@
 saves the module with torch.save, as most training scripts end: the model
 the quick start scores a clip with.
 
-    python3 examples/train.py model.pt
+    python3 examples/train.py model.pt [weights.pt]
+
+(weights.pt: its state_dict too, for pingpong-export --layers.)
 
 cudamlp gives the network what it gives every model with mapping=patches
 patch-size=16: each patch's 16·16 pixels in raster order, R,G,B innermost,
 as values from 0 to 1 (bytes / 255): K = 768 inputs.
 """
+import os
 import sys
 
-import torch
+try:
+    import torch
+except ImportError:
+    # The set-up installs PyTorch for Debian's python3; another python3
+    # (pyenv, a virtualenv) may come first on PATH: run under Debian's then.
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    sys.exit(f"train.py: PyTorch is not installed for {sys.executable}")
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(768, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
@@ -28,4 +38,6 @@ for step in range(400):
     loss.backward()
     optimizer.step()
 torch.save(model, sys.argv[1] if len(sys.argv) > 1 else "model.pt")
+if len(sys.argv) > 2:  # what most training scripts keep instead: the weights alone
+    torch.save(model.state_dict(), sys.argv[2])
 print(f"trained: mean squared error {loss.item():.5f}")

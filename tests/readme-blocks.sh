@@ -46,6 +46,10 @@ script=$work/readme.sh
 {
   echo "set -euo pipefail"
   echo "cd '$work'"
+  # The python blocks are a reader's own code: the python3 that has the
+  # set-up's packages (Debian's, where another comes first on PATH).
+  echo 'py=python3'
+  echo '"$py" -c "import gi, numpy, torch" 2> /dev/null || py=/usr/bin/python3'
   lang="" pending="" python="" n=0
   while IFS= read -r line; do
     case "$line" in
@@ -54,7 +58,7 @@ script=$work/readme.sh
         if [ "$lang" = python ]; then
           n=$((n + 1))
           printf 'echo %q\n' "\$ python3 (the README's python block $n)"
-          printf "python3 - <<'PYTHON_BLOCK'\n%sPYTHON_BLOCK\n" "$python"
+          printf "\"\$py\" - <<'PYTHON_BLOCK'\n%sPYTHON_BLOCK\n" "$python"
           python=""
         fi
         continue ;;
