@@ -4,10 +4,10 @@
 one TCP connection, a frame every 1/RATE s, each stamped with the monotonic
 clock when its send began; the receiver prints p50/p99 of when the frame's
 last byte arrived (and its first), in µs. Both ends on one kernel (network
-namespaces), so one clock. tools/network-latency.sh runs it with FLOOR=1.
+namespaces), so one clock. bench/network-latency.sh runs it with FLOOR=1.
 
-  tools/tcp-floor.py send HOST PORT [FRAMES SIZE RATE]   # listens
-  tools/tcp-floor.py recv HOST PORT [FRAMES SIZE RATE]   # connects
+  bench/tcp-floor.py send HOST PORT [FRAMES SIZE RATE]   # listens
+  bench/tcp-floor.py recv HOST PORT [FRAMES SIZE RATE]   # connects
 """
 import socket
 import sys
