@@ -125,7 +125,11 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
   const pp_plan_request request = { s->forced, cached, s->tuning == PP_TUNING_QUICK };
   const int rc = pp_engine_configure(e, model, layout, n_slots, &request, msg);
   pp_plan_info info;
-  if (rc < 0 || !pp_engine_plan_info(e, &info))
+  if (rc < 0) {
+    pp_plan_outcome_clear(out); /* nothing to say of a configure that failed */
+    return rc;
+  }
+  if (!pp_engine_plan_info(e, &info))
     return rc;
   out->read = info.source == PP_PLAN_CACHED;
   if (cached && !out->read && !out->warning)

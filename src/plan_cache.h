@@ -39,7 +39,8 @@ typedef struct {
 } pp_plan_outcome;
 
 /* pp_engine_configure with the plan the cache holds for it, storing the
- * plan made otherwise. Fails only where configure itself fails. */
+ * plan made otherwise. Fails only where configure itself fails, and *out
+ * then holds nothing to clear. */
 int pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
                       unsigned n_slots, const pp_plan_settings *settings, pp_plan_outcome *out,
                       char **msg);
