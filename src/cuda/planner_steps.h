@@ -1,10 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The planner's steps (planner.c runs them in order): the kernels
- * (planner_kernels.c), then how frames cross (planner_frames.c). */
+/* What the planner works on, and its steps (planner.c runs them in
+ * order): the kernels (planner_kernels.c), then how frames cross
+ * (planner_frames.c). */
 #ifndef PP_CUDA_PLANNER_STEPS_H
 #define PP_CUDA_PLANNER_STEPS_H
 
-#include "planner.h"
+#include "slot.h"
+
+typedef struct {
+  pp_mlp_exec *exec;
+  const pp_gpu_weights *weights;
+  const pp_frame_layout *layout;
+  /* Slot 0, holding a frame of random bytes (timing never runs on zeros);
+   * its graphs are the planner's to capture while it chooses. */
+  pp_cuda_slot *slot;
+  unsigned n_slots;
+  bool host_pointers; /* frames may be read in place */
+  bool quick;         /* each choice timed once, cuBLAS's first algorithm taken */
+  unsigned pieces;    /* the split path's pieces: 2 (fp32) or 1 (tf32) */
+  pp_completion completion;
+} pp_planner;
 
 /* Runs of one timing: `full`, or one when quick. */
 unsigned pp_planner_reps(const pp_planner *p, unsigned full);
