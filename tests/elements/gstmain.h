@@ -33,4 +33,19 @@ test_gst_finish(int failed)
   return failed;
 }
 
+/* Runs the tests PP_TEST_FILTER picks (all where unset: the sanitizer runs
+ * of tools/gpu-check.sh pick some), adds what `more_failures` finds after
+ * them where given, and finishes. */
+static inline int
+test_gst_run_n(const struct CMUnitTest *tests, size_t n, int (*more_failures)(void))
+{
+  if (g_getenv("PP_TEST_FILTER"))
+    cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
+  int failed = _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
+  if (more_failures)
+    failed += more_failures();
+  return test_gst_finish(failed);
+}
+#define test_gst_run(tests, more_failures) test_gst_run_n(tests, G_N_ELEMENTS(tests), more_failures)
+
 #endif

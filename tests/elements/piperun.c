@@ -59,3 +59,17 @@ test_run_pipeline_caps(const char *desc, const char *element, GstCaps **caps)
 {
   return run(desc, NULL, element, caps);
 }
+
+guint64
+test_stat_u64(GstElement *element, const char *field)
+{
+  GstStructure *stats = NULL;
+  g_object_get(element, "stats", &stats, NULL);
+  assert_non_null(stats);
+  guint64 value = 0;
+  const gboolean found = gst_structure_get_uint64(stats, field, &value);
+  gst_structure_free(stats);
+  if (!found)
+    fail_msg("%s's stats have no guint64 '%s'", GST_OBJECT_NAME(element), field);
+  return value;
+}

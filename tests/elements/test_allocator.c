@@ -89,6 +89,5 @@ main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spare_blocks),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return test_gst_finish(failed);
+  return test_gst_run(tests, NULL);
 }

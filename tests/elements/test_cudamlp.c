@@ -558,9 +558,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_events_stay_in_order),
     cmocka_unit_test(test_flush_unblocks_and_drops),
   };
-  if (g_getenv("PP_TEST_FILTER"))
-    cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  failed += test_count_live_objects();
-  return test_gst_finish(failed);
+  return test_gst_run(tests, test_count_live_objects);
 }

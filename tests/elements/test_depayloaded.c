@@ -100,6 +100,5 @@ main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gdpdepay_frames_in_our_memory),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return test_gst_finish(failed);
+  return test_gst_run(tests, NULL);
 }

@@ -239,6 +239,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_errors_say_what_to_fix),
     cmocka_unit_test(test_property_reads_back),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return test_gst_finish(failed);
+  return test_gst_run(tests, NULL);
 }

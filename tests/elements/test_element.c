@@ -251,12 +251,7 @@ test_pipeline_runs_to_eos(void **state)
     fail_msg("%s", error);
   GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
   /* The figures survive the stop. */
-  GstStructure *stats;
-  g_object_get(mlp, "stats", &stats, NULL);
-  guint64 frames = 0;
-  gst_structure_get_uint64(stats, "frames", &frames);
-  assert_int_equal(frames, 60);
-  gst_structure_free(stats);
+  assert_int_equal(test_stat_u64(mlp, "frames"), 60);
   gst_object_unref(mlp);
   gst_object_unref(pipeline);
 }
@@ -277,9 +272,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_layers_errors_and_warning),
     cmocka_unit_test(test_backend_choice_without_gpu),
   };
-  if (g_getenv("PP_TEST_FILTER"))
-    cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  failed += test_count_live_objects();
-  return test_gst_finish(failed);
+  return test_gst_run(tests, test_count_live_objects);
 }

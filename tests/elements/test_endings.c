@@ -473,5 +473,5 @@ main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_every_ending),
   };
-  return test_gst_finish(cmocka_run_group_tests(tests, NULL, NULL));
+  return test_gst_run(tests, NULL);
 }

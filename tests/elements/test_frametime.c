@@ -99,5 +99,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_pts_exact_to_a_million),
     cmocka_unit_test(test_uringsrc_timestamps),
   };
-  return test_gst_finish(cmocka_run_group_tests(tests, NULL, NULL));
+  return test_gst_run(tests, NULL);
 }

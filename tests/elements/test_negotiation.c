@@ -192,9 +192,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_unacceptable_caps),
     cmocka_unit_test(test_short_buffer_is_an_error),
   };
-  if (g_getenv("PP_TEST_FILTER"))
-    cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  failed += test_count_live_objects();
-  return test_gst_finish(failed);
+  return test_gst_run(tests, test_count_live_objects);
 }

@@ -212,6 +212,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_trace_of_a_run),
     cmocka_unit_test(test_unwritable_trace_warns),
   };
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return test_gst_finish(failed);
+  return test_gst_run(tests, NULL);
 }

@@ -396,12 +396,7 @@ test_staging_is_counted(void **state)
   g_autofree gchar *error = test_run_pipeline(desc, &pipeline);
   assert_null(error);
   GstElement *mlp = gst_bin_get_by_name(GST_BIN(pipeline), "mlp");
-  GstStructure *stats;
-  g_object_get(mlp, "stats", &stats, NULL);
-  guint64 staged = 0;
-  gst_structure_get_uint64(stats, "staged-inputs", &staged);
-  assert_int_equal(staged, 10);
-  gst_structure_free(stats);
+  assert_int_equal(test_stat_u64(mlp, "staged-inputs"), 10);
   gst_object_unref(mlp);
   gst_object_unref(pipeline);
   g_unlink(in);

@@ -22,6 +22,7 @@
 #include "model.h"
 #include "testutil.h"
 #include "gstmain.h"
+#include "piperun.h"
 
 static uint64_t seed;
 static const char *backend_name = "cpu";
@@ -381,12 +382,7 @@ test_decodebin_links_without_converter(void **state)
   /* The pad cudamlp links to is decodebin's own (a ghost pad), so nothing
    * that converts was put between them. */
   assert_true(GST_IS_BIN(upstream) || !g_str_has_prefix(GST_OBJECT_NAME(factory), "videoconvert"));
-  GstStructure *stats = NULL;
-  g_object_get(mlp, "stats", &stats, NULL);
-  guint64 frames = 0;
-  gst_structure_get_uint64(stats, "frames", &frames);
-  assert_int_equal(frames, 12);
-  gst_structure_free(stats);
+  assert_int_equal(test_stat_u64(mlp, "frames"), 12);
   gst_object_unref(upstream);
   gst_object_unref(peer);
   gst_caps_unref(caps);
@@ -432,8 +428,5 @@ main(int argc, char **argv)
     cmocka_unit_test(test_decodebin_links_without_converter),
     cmocka_unit_test(test_luma_refuses_rgb),
   };
-  if (g_getenv("PP_TEST_FILTER"))
-    cmocka_set_test_filter(g_getenv("PP_TEST_FILTER"));
-  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return test_gst_finish(failed);
+  return test_gst_run(tests, NULL);
 }
