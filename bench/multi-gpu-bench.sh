@@ -3,7 +3,7 @@
 # On a host with two GPUs or more, in one run: one cudamlp on GPU 0 and
 # spread over GPUs 0 and 1, then S streams (one cudamlp each) on GPU 0 and
 # over both; prints each table and the 2-GPU / 1-GPU ratio of the best
-# frames/s per workload (the targets of docs/PERFORMANCE.md, "Several GPUs").
+# frames/s per workload (docs/PERFORMANCE.md, "Several GPUs, several streams, other hosts").
 #
 #   bench/multi-gpu-bench.sh [OUT_DIR]
 #   WORKLOADS=seed,hd REPEATS=3 STREAMS=4 BACKEND=cuda (cpu: a dry run)

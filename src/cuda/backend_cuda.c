@@ -385,7 +385,7 @@ cuda_poll(pp_backend *base, unsigned index, char **msg)
 
 /* An empty kernel on the set-up stream, looked at once: a thread that slept
  * pays several times more for its next launch than one that launched
- * recently (docs/PERFORMANCE.md, "Paced frames"). */
+ * recently (docs/PERFORMANCE.md, "Pre-wake for paced streams"). */
 static void
 cuda_warm(pp_backend *base)
 {

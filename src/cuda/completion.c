@@ -10,7 +10,7 @@
 
 /* The waiter sleeps until shortly before a frame is expected (how long
  * frames take, learn_frame_time), then polls: polling sees a finished frame
- * sooner than a blocking wait wakes (docs/PERFORMANCE.md, "Completion"). */
+ * sooner than a blocking wait wakes (docs/PERFORMANCE.md, "Completion by the consumer"). */
 #define SLEEP_STEP_US 20
 #define POLL_AT_MOST_US 300
 /* The consumer: a sleep overshoots by this much or more on a VM's timer,

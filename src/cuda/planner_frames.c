@@ -25,7 +25,7 @@ static const unsigned chunk_choices[] = { 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16 };
  * most two slots they gave more frames/s too; with three or more, whole
  * frames by DMA gave more, as frames of different slots overlap already.
  * A kernel that reads a large frame over the bus holds its SMs while it
- * waits (docs/PERFORMANCE.md, "How a frame crosses"). */
+ * waits (docs/PERFORMANCE.md, "How frames cross"). */
 #define IN_PLACE_MAX_BYTES (1u << 20)
 #define LATENCY_PLANS_MAX_SLOTS 2
 /* Layer by layer, a frame read in place keeps the first layer's SMs
