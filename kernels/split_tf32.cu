@@ -16,7 +16,7 @@
  * Why TF32 and not BF16: three BF16 pieces were faster, but racecheck
  * reports shared-memory hazards inside cuBLAS's BF16 kernels
  * (nvjet_sm90_tss_*) even for a plain cublasLtMatmul, and none in its TF32
- * kernels on the same shapes (docs/PERFORMANCE.md, "Correctness").
+ * kernels on the same shapes (docs/PERFORMANCE.md, "cuBLAS's BF16 kernels under racecheck").
  *
  * Centring the bytes keeps the products' sums small: the tensor cores add
  * in FP32 with truncation, so their error grows with the partial sums. */
