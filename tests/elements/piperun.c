@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Running a pipeline description to EOS or an error, for the element tests. */
+/* Running a pipeline description to EOS or an error, and what the element
+ * tests read of it (piperun.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,6 +59,14 @@ gchar *
 test_run_pipeline_caps(const char *desc, const char *element, GstCaps **caps)
 {
   return run(desc, NULL, element, caps);
+}
+
+GstPadProbeReturn
+test_count_buffers(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  (void) pad, (void) info;
+  g_atomic_int_inc((gint *) data);
+  return GST_PAD_PROBE_OK;
 }
 
 guint64

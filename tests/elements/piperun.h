@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* What the element tests share: running a gst-launch description to EOS,
- * and reading an element's stats after it. Include after cmocka.h. */
+ * counting what passes a pad, and reading an element's stats after it.
+ * Include after cmocka.h. */
 #ifndef PP_TEST_PIPERUN_H
 #define PP_TEST_PIPERUN_H
 
@@ -16,5 +17,7 @@ gchar *test_run_pipeline_caps(const char *desc, const char *element, GstCaps **c
 /* `field` of `element`'s stats structure, a guint64; the test fails where
  * the field is missing. */
 guint64 test_stat_u64(GstElement *element, const char *field);
+/* A buffer probe that counts into the gint `data` points at. */
+GstPadProbeReturn test_count_buffers(GstPad *pad, GstPadProbeInfo *info, gpointer data);
 
 #endif

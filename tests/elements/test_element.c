@@ -198,14 +198,6 @@ test_allocation_query_offers_pool(void **state)
   test_harness_finish(h, bus);
 }
 
-static GstPadProbeReturn
-count_buffers(GstPad *pad, GstPadProbeInfo *info, gpointer data)
-{
-  (void) pad, (void) info;
-  g_atomic_int_inc((gint *) data);
-  return GST_PAD_PROBE_OK;
-}
-
 static void
 test_state_cycles_with_frames_in_flight(void **state)
 {
@@ -219,7 +211,7 @@ test_state_cycles_with_frames_in_flight(void **state)
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   GstPad *pad = gst_element_get_static_pad(sink, "sink");
   gint seen = 0;
-  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffers, &seen, NULL);
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, test_count_buffers, &seen, NULL);
   test_rng rng;
   test_rng_seed(&rng, seed);
   for (int cycle = 0; cycle < 40; cycle++) {

@@ -250,14 +250,6 @@ test_seek_in_bytes(void **state)
   g_unlink(in);
 }
 
-static GstPadProbeReturn
-count(GstPad *pad, GstPadProbeInfo *info, gpointer data)
-{
-  (void) pad, (void) info;
-  g_atomic_int_inc((gint *) data);
-  return GST_PAD_PROBE_OK;
-}
-
 static void
 test_state_cycles_with_reads_in_flight(void **state)
 {
@@ -270,7 +262,7 @@ test_state_cycles_with_reads_in_flight(void **state)
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   GstPad *pad = gst_element_get_static_pad(sink, "sink");
   gint seen = 0;
-  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count, &seen, NULL);
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, test_count_buffers, &seen, NULL);
   for (int cycle = 0; cycle < 40; cycle++) {
     const gint before = g_atomic_int_get(&seen);
     gst_element_set_state(pipeline, GST_STATE_PLAYING);
