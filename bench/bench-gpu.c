@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-bench's GPU timings (bench.h): what each stage of a workload's
- * frame costs alone, and the same MLP in plain cuBLAS. */
+ * frame costs alone on one device, each path's MLP, and the same MLP in
+ * plain cuBLAS. */
 #include <cuda_runtime_api.h>
 #include <gst/gst.h>
 #include <stdio.h>
@@ -12,40 +13,26 @@
 #include "frame.h"
 #include "model.h"
 #include "stats.h"
-#include "tensorcaps.h"
 
 gboolean
-bench_time_gpu(const workload *w, const char *precision, const char *completion, const char *plan,
-               GstBuffer *frame, gpu_times *t)
+bench_time_gpu(const element_setup *e, int device, const char *plan,
+               const pp_frame_layout *layout_in, pp_model *model, GstBuffer *frame, stage_times *t,
+               char **msg_out)
 {
-  GstCaps *caps = gst_caps_from_string(w->caps);
-  pp_frame_layout layout;
-  char *msg = NULL;
-  gint fps_n, fps_d;
-  /* The element's own caps → layout, so YUV workloads read what it reads. */
-  gboolean ok = pp_caps_to_layout(
-      caps, g_str_equal(w->mapping, "rows") ? PP_MAPPING_ROWS : PP_MAPPING_PATCHES, w->patch,
-      g_str_equal(w->color, "luma") ? PP_COLOR_LUMA : PP_COLOR_RGB, &layout, &fps_n, &fps_d, &msg);
-  gst_caps_unref(caps);
-  pp_model *model = NULL;
+  const pp_frame_layout layout = *layout_in;
   pp_backend *b = NULL;
+  char *msg = NULL;
   pp_backend_options opts = {
     .kind = PP_BACKEND_CUDA,
-    .precision = g_str_equal(precision, "tf32") ? PP_PRECISION_TF32 : PP_PRECISION_FP32,
-    .completion = g_str_equal(completion, "event-thread") ? PP_COMPLETION_EVENT_THREAD
-                                                          : PP_COMPLETION_CONSUMER,
+    .device_id = device,
+    .precision = g_str_equal(e->precision, "tf32") ? PP_PRECISION_TF32 : PP_PRECISION_FP32,
+    .completion = g_str_equal(e->completion, "event-thread") ? PP_COMPLETION_EVENT_THREAD
+                                                             : PP_COMPLETION_CONSUMER,
   };
-  pp_model_desc desc;
-  if (w->layers)
-    ok = ok && pp_model_desc_parse(w->layers, &desc, &msg) == 0 &&
-         pp_model_generate_desc(layout.k, &desc, &model, &msg) == 0;
-  else
-    ok = ok && pp_model_generate(layout.k, w->hidden, w->outputs, PP_HIDDEN_AUTO, &model) == 0;
   /* The element's plan here too. */
   const pp_plan_request request = { .forced = plan };
-  ok = ok && pp_backend_cuda_new(&opts, &b, &msg) == 0 &&
-       b->ops->configure(b, model, &layout, 1, &request, &msg) == 0;
-
+  gboolean ok = pp_backend_cuda_new(&opts, &b, &msg) == 0 &&
+                b->ops->configure(b, model, &layout, 1, &request, &msg) == 0;
   GstMapInfo map;
   gst_buffer_map(frame, &map, GST_MAP_READ);
   const size_t out_bytes = ok ? (size_t) layout.n * model->o * sizeof(float) : 0;
@@ -63,7 +50,8 @@ bench_time_gpu(const workload *w, const char *precision, const char *completion,
     float *d_w[2 * PP_MAX_LAYERS] = { NULL }, *x_scratch, *h_scratch[2] = { NULL }, *y;
     pp_reference_layer ref[PP_MAX_LAYERS];
     const size_t hidden_bytes = (size_t) layout.n * MAX(pp_model_max_hidden(model), 1) * 4;
-    ok = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+    ok = cudaSetDevice(device) == cudaSuccess &&
+         cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
          cublasCreate(&blas) == CUBLAS_STATUS_SUCCESS && cudaEventCreate(&start) == cudaSuccess &&
          cudaEventCreate(&stop) == cudaSuccess &&
          cudaMalloc(&d_frame, layout.frame_bytes) == cudaSuccess &&
@@ -117,13 +105,12 @@ bench_time_gpu(const workload *w, const char *precision, const char *completion,
     cudaEventDestroy(start), cudaEventDestroy(stop);
     cudaStreamDestroy(stream);
   }
-  if (!ok)
-    fprintf(stderr, "%s: GPU timing failed: %s\n", w->name, msg ? msg : "CUDA error");
+  if (!ok && !msg)
+    msg = g_strdup("a CUDA call failed");
   gst_buffer_unmap(frame, &map);
   pp_host_free(out, out_bytes, true);
   if (b)
     b->ops->destroy(b);
-  pp_model_free(model);
-  g_clear_pointer(&msg, g_free);
+  *msg_out = msg;
   return ok;
 }

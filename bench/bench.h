@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-bench's parts: the workloads, and each stage of one timed alone
- * on the GPU (bench-gpu.c). */
+ * on one device (bench-stages.c, with the GPU's in bench-gpu.c). */
 #ifndef PP_BENCH_H
 #define PP_BENCH_H
 
@@ -16,16 +16,36 @@ typedef struct {
   const char *layers; /* the layers property, for more than the seed's two layers */
 } workload;
 
+/* Each stage alone, in µs; negative where the backend has no such stage
+ * (the CPU's copies) or it was not timed. */
 typedef struct {
   pp_cuda_stage_times stages;
   double ref_mlp_us;
   double paths_us[PP_N_PATHS];
-} gpu_times;
+  int device; /* the one device timed */
+} stage_times;
 
-/* The same shapes and weights as the element, on a backend of our own:
- * each stage alone as the element's plan `plan` (its line) runs them,
- * every path's MLP, and plain cuBLAS, on `frame`. */
-gboolean bench_time_gpu(const workload *w, const char *precision, const char *completion,
-                        const char *plan, GstBuffer *frame, gpu_times *t);
+/* What the element ran, as it said in its stats: the backend, its device
+ * list and plan line (several devices: their parts joined), precision and
+ * completion. */
+typedef struct {
+  const char *backend, *devices, *plan, *precision, *completion;
+} element_setup;
+
+/* The same shapes and weights as the element, on a backend of our own on
+ * the first device of its list, with that device's part of its plan: each
+ * stage alone on `frame`, and on the GPU every path's MLP and plain
+ * cuBLAS. FALSE with a line on stderr when it cannot. */
+gboolean bench_time_stages(const workload *w, const element_setup *e, GstBuffer *frame,
+                           stage_times *t);
+
+/* The GPU's part of bench_time_stages: `plan` is one device's line. */
+gboolean bench_time_gpu(const element_setup *e, int device, const char *plan,
+                        const pp_frame_layout *layout, pp_model *model, GstBuffer *frame,
+                        stage_times *t, char **msg);
+
+/* The element's frame layout and model for `w`, as cudamlp makes them. */
+gboolean bench_workload_model(const workload *w, pp_frame_layout *layout, pp_model **model,
+                              char **msg);
 
 #endif

@@ -17,9 +17,13 @@
  * the GPU idle and its latency is its own chain, not the queue behind it
  * (saturated, latency ≈ slots × period by Little's law).
  *
- * Several GPUs: --devices 0,1 spreads one cudamlp's slots over them;
- * --streams S runs S such branches in one pipeline (stream s on the
- * (s mod G)-th device), frames/s then being their sum.
+ * Several GPUs: --devices 0,1 spreads one cudamlp's slots over them (the
+ * stages alone are then timed on the first device, with its part of the
+ * element's plan line); --streams S runs S such branches in one pipeline
+ * (stream s on the (s mod G)-th device), frames/s then being their sum.
+ *
+ * --backend cpu runs every step on the CPU backend, which has no copies:
+ * its MLP alone is timed, the copy columns say "–".
  *
  *   pingpong-bench [--workloads seed,hd,tiny,balanced] [--slots 1,2,3,4]
  *                  [--frames 4096] [--warmup 128] [--repeats 3]
@@ -255,12 +259,13 @@ read_stats(GstElement *mlp, run_result *out, guint index)
   out->staged += r.staged;
 }
 
-/* One pipeline run: o->streams branches at once. With `gpu`, also the GPU
- * timings, after EOS, on the first branch's pinned frames. frames/s counts
+/* One pipeline run: o->streams branches at once. With `stages`, also each
+ * stage timed alone, after EOS, on the first branch's pinned frames. frames/s counts
  * every branch's measured frames over the span from the first branch's
  * first to the last branch's last. */
 static gboolean
-run_pipeline(const workload *w, guint slots, const options *o, run_result *out, gpu_times *gpu)
+run_pipeline(const workload *w, guint slots, const options *o, run_result *out,
+             stage_times *stages)
 {
   const guint n = MAX(o->streams, 1);
   GString *desc = g_string_new(NULL);
@@ -336,8 +341,10 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
     /* The first arrival opens the window. */
     out->fps = (measured - 1) * 1e9 / (double) (last - first);
   }
-  if (ok && gpu && g_str_equal(o->backend, "cuda"))
-    ok = bench_time_gpu(w, o->precision, o->completion, out->plan, branches[0].ring[0], gpu);
+  if (ok && stages) {
+    const element_setup e = { o->backend, o->devices, out->plan, o->precision, o->completion };
+    ok = bench_time_stages(w, &e, branches[0].ring[0], stages);
+  }
   for (guint s = 0; s < n; s++) {
     branch *b = &branches[s];
     for (int i = 0; i < RING; i++)
@@ -358,6 +365,13 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
   g_free(branches);
   gst_object_unref(pipeline);
   return ok;
+}
+
+/* A stage's time for the table: "–" where there is no such stage. */
+static gchar *
+micros(double us)
+{
+  return us < 0 ? g_strdup("–") : g_strdup_printf("%.1f", us);
 }
 
 static gboolean
@@ -492,7 +506,7 @@ main(int argc, char **argv)
     if (!listed(o.workloads, w->name))
       continue;
     g_auto(GStrv) slot_list = g_strsplit(o.slots, ",", -1);
-    gpu_times t = { 0 };
+    stage_times t = { 0 };
     gboolean timed = FALSE;
     for (int si = 0; slot_list[si]; si++) {
       const guint slots = atoi(slot_list[si]);
@@ -503,7 +517,7 @@ main(int argc, char **argv)
       fprintf(stderr, "pingpong-bench: %s, %u slots, %d runs of %d frames...\n", w->name, slots,
               MIN(o.repeats, 16), o.frames);
       for (int rep = 0; rep < o.repeats && rep < 16; rep++) {
-        /* The first good run of a workload also times its GPU stages. */
+        /* The first good run of a workload also times its stages alone. */
         if (run_pipeline(w, slots, &o, &runs[good], timed ? NULL : &t)) {
           timed = TRUE;
           fps[good] = runs[good].fps;
@@ -528,16 +542,18 @@ main(int argc, char **argv)
         if (key[i] == med)
           r = runs[i];
       const double period = 1e6 / r.fps;
-      const double ideal = fmax(t.stages.h2d_us, fmax(t.stages.mlp_us, t.stages.d2h_us));
-      if (on_gpu)
-        printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | "
-               "%.2f | %s |\n",
-               w->name, slots, r.fps, period, r.p50_us, r.p99_us, t.stages.h2d_us, t.stages.mlp_us,
-               t.stages.d2h_us, ideal, ideal / period, t.ref_mlp_us, t.stages.mlp_us / t.ref_mlp_us,
-               r.plan);
-      else /* no GPU stages to time */
-        printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | – | – | – | – | – | – | – | %s |\n",
-               w->name, slots, r.fps, period, r.p50_us, r.p99_us, r.plan);
+      const pp_cuda_stage_times *st = &t.stages;
+      const double ideal = fmax(st->h2d_us, fmax(st->mlp_us, st->d2h_us));
+      g_autofree gchar *h2d = micros(st->h2d_us), *mlp = micros(st->mlp_us),
+                       *d2h = micros(st->d2h_us), *ref = micros(t.ref_mlp_us);
+      g_autofree gchar *ratio =
+          t.ref_mlp_us > 0 ? g_strdup_printf("%.2f", st->mlp_us / t.ref_mlp_us) : g_strdup("–");
+      /* Several devices' plans are joined by '|', a table's separator. */
+      g_auto(GStrv) plan_parts = g_strsplit(r.plan, "|", -1);
+      g_autofree gchar *plan = g_strjoinv("\\|", plan_parts);
+      printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.2f | %s | %s | %s |\n",
+             w->name, slots, r.fps, period, r.p50_us, r.p99_us, h2d, mlp, d2h, ideal,
+             ideal / period, ref, ratio, plan);
       fflush(stdout);
       g_string_append_printf(
           inside, "| %s | %u | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %" G_GUINT64_FORMAT " |\n",
@@ -551,6 +567,9 @@ main(int argc, char **argv)
           printf(" %s %.1f", pp_cuda_path_name(p), t.paths_us[p]);
       printf("; plain cuBLAS %.1f\n", t.ref_mlp_us);
     }
+    if (timed && o.streams <= 1 && strchr(o.devices, ','))
+      printf("# %s: the stages alone on device %d, with its part of the plan\n", w->name,
+             t.device);
   }
   printf("\n# Inside the pipeline (element stats; GPU stages sampled 1 frame in 8, means):%s",
          inside->str);

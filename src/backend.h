@@ -221,6 +221,10 @@ int pp_backend_slot_device(const pp_backend_options *opts, unsigned slot);
  * yet; `labels` name them in describe ("device 1"). */
 int pp_backend_multi_new(pp_backend **parts, const int *labels, unsigned n, pp_backend **out,
                          char **msg);
+/* Part `index`'s plan line in the line of a backend spread over several
+ * devices (its parts' lines joined device by device); a single backend's
+ * line is its only part. NULL past the last part; g_free it. */
+char *pp_backend_plan_part(const char *line, unsigned index);
 
 /* True when this build has the CUDA backend. */
 bool pp_backend_have_cuda(void);

@@ -81,15 +81,25 @@ describe_parts(multi_backend *m)
   return g_string_free(s, FALSE);
 }
 
+char *
+pp_backend_plan_part(const char *line, unsigned index)
+{
+  g_auto(GStrv) parts = g_strsplit(line ? line : "", PLAN_SEPARATOR, -1);
+  return index < g_strv_length(parts) ? g_strdup(parts[index]) : NULL;
+}
+
 /* Part i's share of a request: the forced line as it is (every device
- * runs the same choice), the cached line's i-th part. */
+ * runs the same choice), the cached line's i-th part (*cached_part, to be
+ * freed). */
 static pp_plan_request
-part_request(const pp_plan_request *request, char **cached_parts, unsigned i)
+part_request(const pp_plan_request *request, unsigned i, char **cached_part)
 {
   pp_plan_request part = { 0 };
+  *cached_part = NULL;
   if (request) {
     part = *request;
-    part.cached = cached_parts && g_strv_length(cached_parts) > i ? cached_parts[i] : NULL;
+    *cached_part = request->cached ? pp_backend_plan_part(request->cached, i) : NULL;
+    part.cached = *cached_part;
   }
   return part;
 }
@@ -137,12 +147,11 @@ multi_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *
                            n_slots, m->n_parts - n_slots, m->n_parts, m->n_parts);
     return -EINVAL;
   }
-  g_auto(GStrv) cached =
-      request && request->cached ? g_strsplit(request->cached, PLAN_SEPARATOR, -1) : NULL;
   for (unsigned i = 0; i < m->n_parts; i++) {
     /* Slots i, i + n, i + 2n, ... */
     const unsigned count = (n_slots - i + m->n_parts - 1) / m->n_parts;
-    const pp_plan_request part = part_request(request, cached, i);
+    g_autofree char *cached_part = NULL;
+    const pp_plan_request part = part_request(request, i, &cached_part);
     char *why = NULL;
     const int rc = m->parts[i]->ops->configure(m->parts[i], model, layout, count,
                                                request ? &part : NULL, &why);

@@ -206,6 +206,23 @@ test_device_lists(void **state)
     assert_int_equal(pp_backend_slot_device(&list, s), expected[s]);
 }
 
+/* A plan line of several devices comes apart into each device's line; a
+ * single device's line is its only part. */
+static void
+test_plan_parts(void **state)
+{
+  (void) state;
+  const char *joined = "kernels=fused frames=whole | kernels=own+rowdot frames=chunks:2";
+  g_autofree char *first = pp_backend_plan_part(joined, 0);
+  g_autofree char *second = pp_backend_plan_part(joined, 1);
+  assert_string_equal(first, "kernels=fused frames=whole");
+  assert_string_equal(second, "kernels=own+rowdot frames=chunks:2");
+  assert_null(pp_backend_plan_part(joined, 2));
+  g_autofree char *single = pp_backend_plan_part("cpu", 0);
+  assert_string_equal(single, "cpu");
+  assert_null(pp_backend_plan_part("cpu", 1));
+}
+
 int
 main(void)
 {
@@ -215,6 +232,7 @@ main(void)
     cmocka_unit_test(test_failures_come_out_in_order),
     cmocka_unit_test(test_too_few_slots),
     cmocka_unit_test(test_device_lists),
+    cmocka_unit_test(test_plan_parts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
