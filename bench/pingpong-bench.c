@@ -81,11 +81,17 @@ typedef struct {
 
 typedef struct {
   double fps, p50_us, p99_us;
+  /* With several streams, each device's share: its streams' measured
+   * frames over their own first-to-last span. */
+  double device_fps[PP_MAX_DEVICES];
   /* From the element's stats: GPU stages inside the pipeline (sampled), and
    * the host side of a frame's latency. */
   double h2d_us, mlp_us, d2h_us, submit_us, complete_us, handoff_us;
   guint64 staged;
   char plan[512]; /* the element's plan line */
+  /* With several streams: a plan line unlike the first stream's, and whose. */
+  char other_plan[512];
+  guint other_stream;
 } run_result;
 
 typedef struct {
@@ -147,6 +153,20 @@ stream_devices(const options *o, guint s)
     return g_strdup(o->devices);
   g_auto(GStrv) ids = g_strsplit(o->devices, ",", -1);
   return g_strdup(ids[s % g_strv_length(ids)]);
+}
+
+/* The trace file of stream s: the run's, or with several streams one
+ * each, "-streamS" before its extension. */
+static gchar *
+stream_trace(const options *o, guint s)
+{
+  if (!o->trace_file)
+    return g_strdup("");
+  if (o->streams <= 1)
+    return g_strdup(o->trace_file);
+  const char *dot = strrchr(o->trace_file, '.');
+  const int stem = dot ? (int) (dot - o->trace_file) : (int) strlen(o->trace_file);
+  return g_strdup_printf("%.*s-stream%u%s", stem, o->trace_file, s, dot ? dot : "");
 }
 
 /* Frames live in cudamlp's own pinned pool, as a source that honours the
@@ -254,9 +274,32 @@ read_stats(GstElement *mlp, run_result *out, guint index)
     *out = r;
     return;
   }
+  if (!out->other_plan[0] && strcmp(r.plan, out->plan) != 0) {
+    g_strlcpy(out->other_plan, r.plan, sizeof out->other_plan);
+    out->other_stream = index;
+  }
   out->p50_us = (out->p50_us * index + r.p50_us) / (index + 1);
   out->p99_us = MAX(out->p99_us, r.p99_us);
   out->staged += r.staged;
+}
+
+/* Each device's frames/s when streams are spread over several: the
+ * frames its streams measured over the span from their first to last. */
+static void
+device_rates(const options *o, const branch *branches, guint n, double *fps)
+{
+  g_auto(GStrv) ids = g_strsplit(o->devices, ",", -1);
+  const guint g = MIN(g_strv_length(ids), PP_MAX_DEVICES);
+  for (guint d = 0; d < g && n > 1; d++) {
+    gint64 first = G_MAXINT64, last = 0;
+    double measured = 0;
+    for (guint s = d; s < n; s += g) {
+      first = MIN(first, branches[s].a.first_ns);
+      last = MAX(last, branches[s].a.last_ns);
+      measured += branches[s].a.seen - branches[s].a.warmup;
+    }
+    fps[d] = last > first ? (measured - 1) * 1e9 / (double) (last - first) : 0;
+  }
 }
 
 /* One pipeline run: o->streams branches at once. With `stages`, also each
@@ -264,13 +307,13 @@ read_stats(GstElement *mlp, run_result *out, guint index)
  * every branch's measured frames over the span from the first branch's
  * first to the last branch's last. */
 static gboolean
-run_pipeline(const workload *w, guint slots, const options *o, run_result *out,
-             stage_times *stages)
+run_pipeline(const workload *w, guint slots, const options *o, run_result *out, stage_times *stages)
 {
   const guint n = MAX(o->streams, 1);
   GString *desc = g_string_new(NULL);
   for (guint s = 0; s < n; s++) {
     g_autofree gchar *devices = stream_devices(o, s);
+    g_autofree gchar *trace = stream_trace(o, s);
     g_string_append_printf(
         desc,
         "appsrc name=src%u format=time is-live=false max-bytes=0 caps=\"%s\" ! "
@@ -279,7 +322,7 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out,
         "tuning=%s plan=\"%s\" trace-file=\"%s\" ! fakesink name=sink%u sync=false ",
         s, w->caps, s, o->backend, devices, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1,
         w->outputs, o->completion, o->precision, w->color, w->layers ? w->layers : "", o->tuning,
-        o->plan ? o->plan : "", o->trace_file ? o->trace_file : "", s);
+        o->plan ? o->plan : "", trace, s);
   }
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc->str, &err);
@@ -340,6 +383,7 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out,
     }
     /* The first arrival opens the window. */
     out->fps = (measured - 1) * 1e9 / (double) (last - first);
+    device_rates(o, branches, n, out->device_fps);
   }
   if (ok && stages) {
     const element_setup e = { o->backend, o->devices, out->plan, o->precision, o->completion };
@@ -508,6 +552,8 @@ main(int argc, char **argv)
     g_auto(GStrv) slot_list = g_strsplit(o.slots, ",", -1);
     stage_times t = { 0 };
     gboolean timed = FALSE;
+    /* Lines for after the workload's rows, which they would split. */
+    g_autoptr(GString) notes = g_string_new(NULL);
     for (int si = 0; slot_list[si]; si++) {
       const guint slots = atoi(slot_list[si]);
       double fps[16];
@@ -551,9 +597,20 @@ main(int argc, char **argv)
       /* Several devices' plans are joined by '|', a table's separator. */
       g_auto(GStrv) plan_parts = g_strsplit(r.plan, "|", -1);
       g_autofree gchar *plan = g_strjoinv("\\|", plan_parts);
-      printf("| %s | %u | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.2f | %s | %s | %s |\n",
-             w->name, slots, r.fps, period, r.p50_us, r.p99_us, h2d, mlp, d2h, ideal,
-             ideal / period, ref, ratio, plan);
+      printf(
+          "| %s | %u | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.2f | %s | %s | %s |\n",
+          w->name, slots, r.fps, period, r.p50_us, r.p99_us, h2d, mlp, d2h, ideal, ideal / period,
+          ref, ratio, plan);
+      if (o.streams > 1 && strchr(o.devices, ',')) {
+        g_auto(GStrv) ids = g_strsplit(o.devices, ",", PP_MAX_DEVICES);
+        g_string_append_printf(notes, "# %s, %u slots: frames/s by device:", w->name, slots);
+        for (guint d = 0; ids[d]; d++)
+          g_string_append_printf(notes, " %s %.0f", ids[d], r.device_fps[d]);
+        g_string_append(notes, "\n");
+      }
+      if (r.other_plan[0])
+        g_string_append_printf(notes, "# %s, %u slots: stream %u runs another plan: %s\n", w->name,
+                               slots, r.other_stream, r.other_plan);
       fflush(stdout);
       g_string_append_printf(
           inside, "| %s | %u | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %" G_GUINT64_FORMAT " |\n",
@@ -568,8 +625,8 @@ main(int argc, char **argv)
       printf("; plain cuBLAS %.1f\n", t.ref_mlp_us);
     }
     if (timed && o.streams <= 1 && strchr(o.devices, ','))
-      printf("# %s: the stages alone on device %d, with its part of the plan\n", w->name,
-             t.device);
+      printf("# %s: the stages alone on device %d, with its part of the plan\n", w->name, t.device);
+    fputs(notes->str, stdout);
   }
   printf("\n# Inside the pipeline (element stats; GPU stages sampled 1 frame in 8, means):%s",
          inside->str);

@@ -3,9 +3,12 @@
 #include "plan_cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -108,6 +111,39 @@ write_entry(const char *path, const char *key, const char *line, char **warning)
   return true;
 }
 
+/* Plans are made one at a time: whoever makes one holds the cache
+ * directory's lock from reading its entry to writing it. A second element
+ * with the same key (of this process or another) then waits and reads the
+ * plan the first made, and no element times candidates while another
+ * does: on one GPU each would see the other's work in its timings and
+ * could keep a slower plan for good. -1 where the lock cannot be had: the
+ * plan is made unlocked. */
+static int
+lock_entry(const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname(path);
+  if (g_mkdir_with_parents(dir, 0755) < 0)
+    return -1;
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int rc;
+  while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+    ;
+  if (rc < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void
+unlock_entry(int fd)
+{
+  if (fd >= 0)
+    close(fd); /* releases the lock */
+}
+
 int
 pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *layout,
                   unsigned n_slots, const pp_plan_settings *s, pp_plan_outcome *out, char **msg)
@@ -116,9 +152,11 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
   const char *backend_key = pp_engine_plan_key(e);
   const bool use_cache = backend_key && !s->forced && s->tuning != PP_TUNING_QUICK;
   g_autofree char *key = NULL, *cached = NULL;
+  int lock = -1;
   if (use_cache) {
     key = pp_plan_cache_key(backend_key, model, layout, n_slots, s->settings);
     out->path = entry_path(s->dir, key);
+    lock = lock_entry(out->path);
     if (s->tuning == PP_TUNING_CACHED)
       cached = read_entry(out->path, key, &out->warning);
   }
@@ -126,11 +164,14 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
   const int rc = pp_engine_configure(e, model, layout, n_slots, &request, msg);
   pp_plan_info info;
   if (rc < 0) {
+    unlock_entry(lock);
     pp_plan_outcome_clear(out); /* nothing to say of a configure that failed */
     return rc;
   }
-  if (!pp_engine_plan_info(e, &info))
+  if (!pp_engine_plan_info(e, &info)) {
+    unlock_entry(lock);
     return rc;
+  }
   out->read = info.source == PP_PLAN_CACHED;
   if (cached && !out->read && !out->warning)
     out->warning = g_strdup_printf("the cached plan in %s no longer fits (%s); tuned again",
@@ -143,6 +184,7 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
     else
       g_free(failed);
   }
+  unlock_entry(lock);
   pp_log(PP_LOG_DEBUG, "plan", "%s plan (%s): %s", out->read ? "cached" : "new",
          out->path ? out->path : "not cached", info.line ? info.line : "");
   return 0;

@@ -12,7 +12,10 @@
  * unreadable one, or a cached plan the backend no longer accepts, is never
  * an error: the backend tunes and a fresh entry replaces it, the outcome
  * carrying one warning. Entries are written whole, under a temporary name
- * renamed into place, so two processes starting at once are safe. */
+ * renamed into place, so two processes starting at once are safe; and plans
+ * are made one at a time (the directory's lock held from reading an entry
+ * to writing it), so elements starting at once with the same key tune once
+ * and none times its candidates while another does. */
 #ifndef PP_PLAN_CACHE_H
 #define PP_PLAN_CACHE_H
 

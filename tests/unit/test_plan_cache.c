@@ -3,13 +3,15 @@
  * one word, so the cache's logic runs without a GPU: the first run stores,
  * the second reads; a corrupt, truncated or foreign entry, an unwritable
  * directory and processes storing at once each still configure, give the
- * same results as an uncached run and leave a good entry behind. */
+ * same results as an uncached run and leave a good entry behind; threads
+ * configuring one key at once make its plan once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -297,6 +299,67 @@ test_processes_store_at_once(void **state)
   g_rmdir(dir);
 }
 
+/* Threads that configure the same key at once: the first makes the plan
+ * and stores it, every other waits for it and reads it (none times
+ * candidates beside another). A wide model makes configure slow enough
+ * that, unlocked, several would find no entry and tune. */
+#define AT_ONCE 8
+
+typedef struct {
+  const char *dir;
+  pthread_barrier_t *start;
+  pp_plan_outcome out;
+} concurrent_run;
+
+static gpointer
+configure_at_once(gpointer data)
+{
+  concurrent_run *c = data;
+  rig r;
+  char *msg = NULL;
+  pp_backend *b = NULL;
+  const pp_backend_options opts = { .kind = PP_BACKEND_CPU };
+  g_assert(pp_backend_cpu_new(&opts, &b, &msg) == 0);
+  r.engine = pp_engine_new(b, NULL, NULL);
+  g_assert(pp_model_generate(2048, 2048, O, PP_HIDDEN_RELU, &r.model) == 0);
+  g_assert(pp_layout_for_tensor(N, 2048, &r.layout, &msg) == 0);
+  const pp_plan_settings s = { PP_TUNING_CACHED, NULL, c->dir, "precision=fp32" };
+  pthread_barrier_wait(c->start);
+  g_assert(pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &c->out, &msg) == 0);
+  rig_down(&r);
+  return NULL;
+}
+
+static void
+test_one_plan_made_at_a_time(void **state)
+{
+  (void) state;
+  g_autofree char *dir = g_dir_make_tmp("pp-plans-XXXXXX", NULL);
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, AT_ONCE);
+  concurrent_run runs[AT_ONCE];
+  GThread *threads[AT_ONCE];
+  for (int i = 0; i < AT_ONCE; i++) {
+    runs[i] = (concurrent_run){ dir, &start, { 0 } };
+    threads[i] = g_thread_new("configure", configure_at_once, &runs[i]);
+  }
+  int written = 0, read = 0;
+  for (int i = 0; i < AT_ONCE; i++) {
+    g_thread_join(threads[i]);
+    written += runs[i].out.written;
+    read += runs[i].out.read;
+    assert_null(runs[i].out.warning);
+  }
+  assert_int_equal(written, 1);
+  assert_int_equal(read, AT_ONCE - 1);
+  g_autofree char *path = entry_in(dir);
+  for (int i = 0; i < AT_ONCE; i++)
+    pp_plan_outcome_clear(&runs[i].out);
+  pthread_barrier_destroy(&start);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -306,6 +369,7 @@ main(void)
     cmocka_unit_test(test_bad_entries_are_replaced),
     cmocka_unit_test(test_unwritable_directory),
     cmocka_unit_test(test_forced_plans_are_not_cached),
+    cmocka_unit_test(test_one_plan_made_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
