@@ -289,6 +289,10 @@ pp_safetensors_parse(const uint8_t *file, size_t len, pp_safetensors **out, char
                     " runs past the end of the file (%zu bytes): truncated, or not a "
                     "safetensors file",
                     header_len, len);
+  if (header_len == 0)
+    return pp_error(msg, EINVAL,
+                    "the header is empty (its length is 0): not a safetensors file, or one "
+                    "written without its tensors' names and shapes");
   if (header_len > MAX_HEADER_BYTES)
     return pp_error(msg, EINVAL,
                     "the header is %" G_GUINT64_FORMAT " bytes; at most %u are accepted",
