@@ -18,6 +18,6 @@ if [ "$MJPEG" != 0 ]; then
 else
   camera=(video/x-raw,width="$WIDTH",height="$HEIGHT")
 fi
-gst-launch-1.0 -e -m v4l2src device="$DEVICE" num-buffers="$FRAMES" ! "${camera[@]}" \
+pp_launch -e -m v4l2src device="$DEVICE" num-buffers="$FRAMES" ! "${camera[@]}" \
   ! cudamlp backend="$BACKEND" mapping=patches patch-size=16 \
   ! fakesink | pp_print_stats

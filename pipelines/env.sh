@@ -10,3 +10,16 @@ fi
 pp_print_stats() {
   grep -o 'application/x-cudamlp-stats.*' | sed 's/, /\n  /g'
 }
+# gst-launch-1.0 for the pipelines with cudamlp: pingpong-launch takes the
+# same -m, -v, -q and -e and ends at the first error, where gst-launch-1.0
+# 1.22 can wait for ever when two errors arrive while it prerolls (a
+# refusal, then the source's "Internal data stream error").
+pp_launch() {
+  if [ -x "$PP_BUILD/tools/pingpong-launch" ]; then
+    "$PP_BUILD/tools/pingpong-launch" "$@"
+  elif command -v pingpong-launch > /dev/null; then
+    pingpong-launch "$@"
+  else
+    gst-launch-1.0 "$@"
+  fi
+}

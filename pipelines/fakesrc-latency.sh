@@ -18,7 +18,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 GST_TRACERS="latency" GST_DEBUG="GST_TRACER:7" GST_DEBUG_NO_COLOR=1 GST_DEBUG_FILE="$log" \
-gst-launch-1.0 -m \
+pp_launch -m \
   videotestsrc num-buffers="$FRAMES" pattern=snow "${live[@]}" \
   ! "video/x-raw,format=$FORMAT,width=$WIDTH,height=$HEIGHT$rate" \
   ! cudamlp backend="$BACKEND" slots="$SLOTS" mapping="$MAPPING" patch-size="$PATCH" \

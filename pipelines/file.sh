@@ -38,7 +38,7 @@ case "$in" in
   *.mp4 | *.mkv | *.webm | *.mov)
     # The decoder's NV12/I420 (or CUDA memory) goes in as it is.
     start=$(date +%s.%N)
-    log=$(gst-launch-1.0 -m -v filesrc location="$in" ! decodebin \
+    log=$(pp_launch -m -v filesrc location="$in" ! decodebin \
       ! cudamlp name=mlp backend="$BACKEND" slots="$SLOTS" \
       ! uringsink location="$out" queue-depth="$DEPTH")
     end=$(date +%s.%N)
@@ -67,7 +67,7 @@ else
   sink=(uringsink location="$out" queue-depth="$DEPTH")
 fi
 start=$(date +%s.%N)
-gst-launch-1.0 -m "${source[@]}" ! cudamlp backend="$BACKEND" slots="$SLOTS" ! "${sink[@]}" |
+pp_launch -m "${source[@]}" ! cudamlp backend="$BACKEND" slots="$SLOTS" ! "${sink[@]}" |
   pp_print_stats
 end=$(date +%s.%N)
 

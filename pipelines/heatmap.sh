@@ -39,13 +39,13 @@ fi
 mlp="cudamlp mapping=patches patch-size=$PATCH model=$MODEL backend=$BACKEND"
 
 echo "file: $in -> $out"
-gst-launch-1.0 -q filesrc location="$in" ! decodebin ! $mlp ! scoreoverlay $OVERLAY \
+pp_launch -q filesrc location="$in" ! decodebin ! $mlp ! scoreoverlay $OVERLAY \
   ! x264enc speed-preset=ultrafast ! mp4mux ! filesink location="$out"
 
 echo "live: videotestsrc -> display"
 sink=fakesink
 [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && sink=autovideosink
-gst-launch-1.0 -q videotestsrc num-buffers="$FRAMES" pattern=ball is-live=true \
+pp_launch -q videotestsrc num-buffers="$FRAMES" pattern=ball is-live=true \
   ! video/x-raw,width="$WIDTH",height="$HEIGHT",framerate=30/1 ! $mlp ! scoreoverlay \
   ! videoconvert ! $sink
 

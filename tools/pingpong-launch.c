@@ -28,7 +28,14 @@
  *   (a tcpserversink, which drops what it gets while it has none), so a
  *   stream loses nothing while the receiver starts.
  *
- *   pingpong-launch [--net NAME] [--idle-timeout S] [--mark-end NAME]
+ * And, in place of gst-launch-1.0 for any pipeline, its -m (element
+ * messages, cudamlp's stats among them) and -v (each pad's caps) in its
+ * words; -e and -q are taken and change nothing (Ctrl-C always ends with
+ * EOS, and nothing else is printed). gst-launch-1.0 1.22 can wait for ever
+ * when two errors arrive while the pipeline prerolls (a refusal, then the
+ * source's "Internal data stream error"); this ends at the first error.
+ *
+ *   pingpong-launch [-m] [-v] [--net NAME] [--idle-timeout S] [--mark-end NAME]
  *                   [--latency NAME [--warmup N] [--latency-log FILE]] [--count NAME]
  *                   PIPELINE-DESCRIPTION...
  * Exit status: 0 at EOS, 1 on an error (printed), 2 on bad arguments. */
@@ -57,6 +64,9 @@ typedef struct {
   guint64 warmup;
   GMutex lock;
   guint64 counted;
+  /* -m */
+  gboolean messages;
+  guint n_messages;
 } launch;
 
 static void
@@ -180,10 +190,37 @@ on_message(GstBus *bus, GstMessage *msg, gpointer data)
     g_free(debug);
     l->status = 1;
     g_main_loop_quit(l->loop);
+  } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+    GError *err = NULL;
+    gst_message_parse_warning(msg, &err, NULL);
+    fprintf(stderr, "WARNING from %s: %s\n", GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message);
+    g_error_free(err);
   } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
     g_main_loop_quit(l->loop);
+  } else if (l->messages && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ELEMENT) {
+    /* As gst-launch-1.0 -m prints them. */
+    g_autofree gchar *s = gst_structure_to_string(gst_message_get_structure(msg));
+    printf("Got message #%u from element \"%s\" (element): %s\n", l->n_messages++,
+           GST_MESSAGE_SRC_NAME(msg), s);
+    fflush(stdout);
   }
   return G_SOURCE_CONTINUE;
+}
+
+/* -v: each pad's caps as they are set, as gst-launch-1.0 -v prints them. */
+static void
+on_caps(GstObject *pipeline, GstObject *object, GParamSpec *spec, gpointer data)
+{
+  (void) pipeline, (void) spec, (void) data;
+  GstCaps *caps = NULL;
+  g_object_get(object, "caps", &caps, NULL);
+  if (!caps)
+    return;
+  g_autofree gchar *path = gst_object_get_path_string(object);
+  g_autofree gchar *text = gst_caps_to_string(caps);
+  printf("%s: caps = %s\n", path, text);
+  fflush(stdout);
+  gst_caps_unref(caps);
 }
 
 /* Ctrl-C ends the stream cleanly: EOS from the sources, so --mark-end
@@ -311,7 +348,16 @@ main(int argc, char **argv)
   gchar *net = NULL, *latency = NULL, *count = NULL, *mark_end = NULL, *wait_client = NULL,
         *latency_log = NULL;
   gint idle = 10, warmup = 0;
+  gboolean messages = FALSE, verbose = FALSE, quiet = FALSE, eos_on_shutdown = FALSE;
   GOptionEntry entries[] = {
+    { "messages", 'm', 0, G_OPTION_ARG_NONE, &messages,
+      "print the elements' messages (cudamlp's stats), as gst-launch-1.0 -m", NULL },
+    { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each pad's caps, as gst-launch-1.0 -v",
+      NULL },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "taken for gst-launch-1.0's sake: prints no more",
+      NULL },
+    { "eos-on-shutdown", 'e', 0, G_OPTION_ARG_NONE, &eos_on_shutdown,
+      "taken for gst-launch-1.0's sake: Ctrl-C always ends the stream with EOS", NULL },
     { "net", 0, 0, G_OPTION_ARG_STRING, &net,
       "the network source: its EOS before the in-band one, or silence, is an error", "NAME" },
     { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle,
@@ -340,7 +386,7 @@ main(int argc, char **argv)
   }
   g_option_context_free(ctx);
 
-  launch l = { .idle_timeout_s = (guint) idle, .warmup = (guint64) warmup };
+  launch l = { .idle_timeout_s = (guint) idle, .warmup = (guint64) warmup, .messages = messages };
   g_mutex_init(&l.lock);
   gchar *desc = g_strjoinv(" ", argv + 1);
   l.pipeline = gst_parse_launch(desc, &err);
@@ -349,6 +395,8 @@ main(int argc, char **argv)
     fprintf(stderr, "pipeline: %s\n", err ? err->message : "cannot be built");
     return 2;
   }
+  if (verbose)
+    g_signal_connect(l.pipeline, "deep-notify::caps", G_CALLBACK(on_caps), NULL);
   if (latency)
     l.latencies_us = g_array_new(FALSE, FALSE, sizeof(double));
   if (latency_log && !latency) {
