@@ -77,34 +77,45 @@ stop_stream(GstCudaMlp *self, GstFlowReturn flow)
 
 /* ---- streaming ---------------------------------------------------------- */
 
-/* Maps a frame and its output buffer into `s` and fills the job's pointers;
- * takes both buffers either way (freed on failure, with the error posted). */
-static GstFlowReturn
-map_frame(GstCudaMlp *self, GstCudaMlpFrame *s, GstBuffer *buffer, GstBuffer *output, pp_job *job)
+static gboolean drain_pushed(GstCudaMlp *self);
+
+/* A buffer refused while streaming: the frames accepted before it leave
+ * first, in order, then the error (which the caller posts) ends the
+ * stream. */
+static void
+refuse_after_drain(GstCudaMlp *self)
 {
-  gchar *msg = NULL;
+  drain_pushed(self);
+  stop_stream(self, GST_FLOW_ERROR);
+}
+
+/* Maps a frame and its output buffer into `s` and fills the job's pointers;
+ * takes both buffers either way (freed on failure, with *msg saying why,
+ * for the caller to post once the frames before it have left). */
+static GstFlowReturn
+map_frame(GstCudaMlp *self, GstCudaMlpFrame *s, GstBuffer *buffer, GstBuffer *output, pp_job *job,
+          gchar **msg)
+{
   pp_cuda_input_where where = PP_CUDA_INPUT_HOST;
   if (pp_cuda_input_is_device(buffer)) {
     GstObject *ctx = gst_cuda_mlp_context_ref(self);
-    where = pp_cuda_input_map(buffer, ctx, &self->layout, &s->input_map, job, &msg);
+    where = pp_cuda_input_map(buffer, ctx, &self->layout, &s->input_map, job, msg);
     gst_clear_object(&ctx);
     if (where == PP_CUDA_INPUT_ERROR) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read a frame in CUDA memory."), ("%s", msg));
-      g_clear_pointer(&msg, g_free);
       gst_buffer_unref(buffer);
       gst_buffer_unref(output);
       return GST_FLOW_ERROR;
     }
   }
   if (where == PP_CUDA_INPUT_HOST && !gst_buffer_map(buffer, &s->input_map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, (NULL), ("Cannot map an input buffer."));
+    *msg = g_strdup("an input buffer cannot be mapped for reading");
     gst_buffer_unref(buffer);
     gst_buffer_unref(output);
     return GST_FLOW_ERROR;
   }
   s->input = buffer;
   if (!gst_buffer_map(output, &s->output_map, GST_MAP_WRITE)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, (NULL), ("Cannot map an output buffer."));
+    *msg = g_strdup("an output buffer cannot be mapped for writing");
     release_frame(s);
     gst_buffer_unref(output);
     return GST_FLOW_ERROR;
@@ -116,6 +127,12 @@ map_frame(GstCudaMlp *self, GstCudaMlpFrame *s, GstBuffer *buffer, GstBuffer *ou
   }
   job->output = (float *) s->output_map.data;
   return GST_FLOW_OK;
+}
+
+static void
+post_map_error(GstCudaMlp *self, const gchar *why)
+{
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read a frame: %s.", why), ("%s", why));
 }
 
 static GstFlowReturn
@@ -139,11 +156,13 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   }
   const gsize size = gst_buffer_get_size(buffer);
   if (size < self->layout.frame_bytes) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A frame buffer is smaller than its caps say."),
-                      ("buffer of %" G_GSIZE_FORMAT " bytes; the caps need %zu per frame", size,
-                       self->layout.frame_bytes));
+    refuse_after_drain(self);
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("A buffer of %" G_GSIZE_FORMAT " bytes came where the caps make a frame "
+                       "%zu bytes: upstream cut a frame short (a truncated file or stream?).",
+                       size, self->layout.frame_bytes),
+                      ("after %" G_GUINT64_FORMAT " whole frames", self->chained));
     flow = GST_FLOW_ERROR;
-    stop_stream(self, flow);
     goto drop;
   }
   if (pp_engine_acquire(self->engine, &ticket) < 0) {
@@ -156,9 +175,12 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
 
   GstCudaMlpFrame *s = &self->frames[ticket];
   pp_job job = { .output_pinned = self->pinned };
-  flow = map_frame(self, s, buffer, output, &job);
+  flow = map_frame(self, s, buffer, output, &job, &msg);
   if (flow != GST_FLOW_OK) {
-    stop_stream(self, flow);
+    /* The ticket was only acquired: nothing of this frame is queued. */
+    refuse_after_drain(self);
+    post_map_error(self, msg);
+    g_free(msg);
     return flow;
   }
   const int rc = pp_engine_submit(self->engine, ticket, &job, s, &msg);
@@ -166,9 +188,9 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
     release_frame(s);
     if (rc == -ECANCELED)
       return get_srcresult(self);
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot queue a frame."), ("%s", msg));
+    refuse_after_drain(self);
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot queue a frame: %s.", msg), ("%s", msg));
     g_clear_pointer(&msg, g_free);
-    stop_stream(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }
   pp_trace_host(self->trace, "chain", entered, pp_now_ns(), (gint64) self->chained++);

@@ -40,11 +40,19 @@ static GstStaticPadTemplate sink_template =
 G_DEFINE_TYPE(GstUringSink, gst_uring_sink, GST_TYPE_BASE_SINK);
 GST_ELEMENT_REGISTER_DEFINE(uringsink, "uringsink", GST_RANK_NONE, GST_TYPE_URING_SINK);
 
+/* The first failure of a run is posted; the writes in flight behind it
+ * fail the same way and are not. */
 static void
 post_write_error(GstUringSink *self, int err)
 {
+  if (self->failed)
+    return;
+  self->failed = TRUE;
   if (err == ENOSPC)
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("No space left on the resource."),
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("No space left to write \"%s\": free some on its filesystem, or write "
+                       "elsewhere.",
+                       self->file.location),
                       ("writing to \"%s\": %s", self->file.location, g_strerror(err)));
   else
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
@@ -88,6 +96,8 @@ complete_all(GstUringSink *self)
 static GstFlowReturn
 queue_write(GstUringSink *self, GstBuffer *buffer)
 {
+  if (self->failed)
+    return GST_FLOW_ERROR;
   if (self->file.requests.count == self->file.requests.size) {
     const GstFlowReturn flow = complete_oldest(self);
     if (flow != GST_FLOW_OK)
@@ -185,6 +195,7 @@ gst_uring_sink_start(GstBaseSink *bsink)
     return FALSE;
   /* Appends go after what is there (pp_io places them); the rest from 0. */
   self->position = 0;
+  self->failed = FALSE;
   self->stat_writes = self->stat_bytes = 0;
   return TRUE;
 }

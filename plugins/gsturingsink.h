@@ -32,6 +32,9 @@ struct _GstUringSink {
 
   /* From start to stop. */
   guint64 position;
+  /* A write failed and said so: one error however many writes were in
+   * flight, and nothing more is written. */
+  gboolean failed;
   guint64 stat_writes, stat_bytes;
 };
 

@@ -8,11 +8,15 @@
  * goes from the disk into pinned memory and on to the GPU without a CPU
  * copy. Pool memory is registered with io_uring as fixed buffers where the
  * kernel allows. Seekable in bytes; EOS at the end of the file, after a last
- * short block. Where io_uring is refused it reads with pread and warns.
+ * short block. A reader that pulls ranges (a demuxer, typefind,
+ * rawvideoparse) gets exactly the bytes it asks for, as from filesrc. Where
+ * io_uring is refused it reads with pread and warns.
  *
  * With #GstUringSrc:caps set to raw video or tensors, each buffer is one
  * frame (a blocksize left at its default becomes the frame size) and gets
- * timestamps from the framerate.
+ * timestamps from the framerate; a partial frame at the end is dropped with
+ * a warning. Caps downstream refuses are an error at start that says which
+ * fields do not fit.
  *
  * ## Example launch line
  * |[
@@ -24,10 +28,11 @@
 #include <errno.h>
 #include <gst/video/video.h>
 
+#include "capsreason.h"
 #include "frametime.h"
 #include "tensorcaps.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_uring_src_debug);
+GST_DEBUG_CATEGORY(gst_uring_src_debug);
 #define GST_CAT_DEFAULT gst_uring_src_debug
 
 #define DEFAULT_QUEUE_DEPTH 16
@@ -47,191 +52,69 @@ static GstStaticPadTemplate src_template =
 G_DEFINE_TYPE(GstUringSrc, gst_uring_src, GST_TYPE_BASE_SRC);
 GST_ELEMENT_REGISTER_DEFINE(uringsrc, "uringsrc", GST_RANK_NONE, GST_TYPE_URING_SRC);
 
-/* ---- reads in flight ----------------------------------------------------------- */
+/* ---- reading --------------------------------------------------------------------- */
 
-static void
-drop_read(GstUringRead *r)
-{
-  gst_buffer_unmap(r->buffer, &r->map);
-  gst_clear_buffer(&r->buffer);
-}
-
-/* Waits for every read in flight and throws the buffers away (a seek, stop). */
-static void
-cancel_reads(GstUringSrc *self)
-{
-  GstUringRead *r;
-  while ((r = gst_pp_ring_pop(&self->file.requests))) {
-    ssize_t result;
-    pp_io_wait(self->file.io, r, &result);
-    drop_read(r);
-  }
-}
-
-static guint
-align_up(guint n, guint a)
-{
-  return (n + a - 1) / a * a;
-}
-
+/* Pushing, the file is read ahead a block at a time; anything else (a
+ * demuxer pulling ranges, a seek, a size that is not the blocksize) gets
+ * exactly the bytes it asks for. */
 static GstFlowReturn
-get_buffer(GstUringSrc *self, guint size, GstBuffer **out)
+read_range(GstUringSrc *self, guint64 offset, guint size, GstBuffer **out)
 {
-  GstBufferPool *pool = gst_base_src_get_buffer_pool(GST_BASE_SRC(self));
-  GstFlowReturn flow;
-  if (pool) {
-    flow = gst_buffer_pool_acquire_buffer(pool, out, NULL);
-    gst_object_unref(pool);
-  } else {
-    GstAllocationParams params;
-    gst_allocation_params_init(&params);
-    params.align = PP_IO_DIRECT_ALIGN - 1;
-    *out = gst_buffer_new_allocate(NULL, size, &params);
-    flow = *out ? GST_FLOW_OK : GST_FLOW_ERROR;
-  }
-  if (flow == GST_FLOW_OK && gst_buffer_get_size(*out) < size) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, (NULL),
-                      ("Buffers of %" G_GSIZE_FORMAT " bytes cannot take reads of %u",
-                       gst_buffer_get_size(*out), size));
-    gst_clear_buffer(out);
-    flow = GST_FLOW_ERROR;
-  }
-  return flow;
+  GstBaseSrc *bsrc = GST_BASE_SRC(self);
+  const gboolean pulled = GST_PAD_MODE(GST_BASE_SRC_PAD(bsrc)) == GST_PAD_MODE_PULL;
+  if (!pulled && gst_uring_reader_in_order(&self->reader, offset, size))
+    return gst_uring_reader_next(&self->reader, offset, out);
+  return gst_uring_reader_exact(&self->reader, offset, size, out);
 }
 
-/* Whether another read may be queued: up to `window` reads of a file ahead
- * of what downstream asked for; one at a time of a stream, whose reads take
- * bytes in the order they run. */
+/* Buffers that are frames end at a whole frame: a partial one at the end of
+ * the file is dropped, with a warning naming its size, as rawvideoparse
+ * does. FALSE when nothing is left of `buffer` (dropped). */
 static gboolean
-may_read_ahead(GstUringSrc *self)
+whole_frames(GstUringSrc *self, GstBuffer *buffer)
 {
-  if (self->stream)
-    return self->file.requests.count == 0 && !self->stream_ended;
-  return self->file.requests.count < self->window && self->read_pos < self->file_size;
-}
-
-/* The read-ahead window follows the file: a read that is done when it is
- * wanted (the page cache answered at submission) gains nothing from others
- * in flight beside it, whose buffers only crowd the CPU's caches; a read
- * still under way (the disk) wants more. So the window doubles, up to
- * queue-depth, each time a read has to be waited for, and shrinks by one
- * after a run of reads that were all ready. */
-#define READY_RUN_PER_WINDOW 4
-
-static void
-adapt_window(GstUringSrc *self, gboolean was_ready)
-{
-  if (self->direct)
-    return; /* O_DIRECT never meets the page cache: the window stays whole */
-  if (!was_ready) {
-    self->window = MIN(self->window * 2, self->file.requests.size);
-    self->ready_run = 0;
-  } else if (++self->ready_run >= READY_RUN_PER_WINDOW * self->window && self->window > 1) {
-    self->window--;
-    self->ready_run = 0;
-  }
-}
-
-/* Tops the read-ahead up in batches: once a quarter of the window (at
- * least one read) has been taken, the free part is prepared and goes to
- * the kernel in one submission, so three quarters of the window stay in
- * flight while submissions are shared. */
-static GstFlowReturn
-read_ahead(GstUringSrc *self)
-{
-  if (!self->stream && self->file.requests.count + MAX(self->window / 4, 1) > self->window)
-    return GST_FLOW_OK;
-  guint prepared = 0;
-  while (may_read_ahead(self)) {
-    guint len = self->stream ? self->block : MIN(self->block, self->file_size - self->read_pos);
-    if (self->direct)
-      len = align_up(len, PP_IO_DIRECT_ALIGN); /* reads past the end come back short */
-    GstBuffer *buffer;
-    const GstFlowReturn flow = get_buffer(self, len, &buffer);
-    if (flow != GST_FLOW_OK)
-      return flow;
-    self->stat_registered += gst_pp_registrar_add(self->file.registrar, buffer);
-    GstUringRead *r = gst_pp_ring_push(&self->file.requests);
-    r->buffer = buffer;
-    r->offset = self->read_pos;
-    gst_buffer_map(buffer, &r->map, GST_MAP_WRITE);
-    const int rc = pp_io_submit(self->file.io, r->map.data, len, r->offset, r);
-    if (rc < 0) {
-      drop_read(r);
-      gst_pp_ring_unpush(&self->file.requests);
-      GST_ELEMENT_ERROR(self, RESOURCE, READ,
-                        ("Could not read from file \"%s\".", self->file.location),
-                        ("queuing a read of %u bytes at %" G_GUINT64_FORMAT ": %s", len,
-                         self->read_pos, GST_PP_ERRNO_TEXT(rc)));
-      return GST_FLOW_ERROR;
-    }
-    self->read_pos += self->block;
-    prepared++;
-  }
-  const int rc = prepared ? pp_io_flush(self->file.io) : 0;
-  if (rc < 0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ,
-                      ("Could not read from file \"%s\".", self->file.location),
-                      ("submitting %u reads: %s", prepared, GST_PP_ERRNO_TEXT(rc)));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
+  const gsize size = gst_buffer_get_size(buffer);
+  const gsize partial = size % self->frame_bytes;
+  if (partial == 0)
+    return TRUE;
+  GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                      ("\"%s\" ends in a partial frame of %" G_GSIZE_FORMAT
+                       " bytes, which is dropped: the caps make a frame %" G_GUINT64_FORMAT
+                       " bytes.",
+                       self->file.location, partial, self->frame_bytes),
+                      ("%" G_GSIZE_FORMAT " bytes at offset %" G_GUINT64_FORMAT, partial,
+                       GST_BUFFER_OFFSET(buffer) + size - partial));
+  if (size == partial)
+    return FALSE;
+  gst_buffer_set_size(buffer, size - partial);
+  return TRUE;
 }
 
 static GstFlowReturn
 gst_uring_src_create(GstBaseSrc *bsrc, guint64 offset, guint size, GstBuffer **out)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  (void) size; /* reads are `block` bytes; basesrc only clamps the last one */
-
-  if (!self->stream && offset != self->expected) { /* a seek: the read-ahead is for elsewhere */
-    cancel_reads(self);
-    self->read_pos = offset;
-  }
-  if (!self->stream && offset >= self->file_size)
-    return GST_FLOW_EOS;
-  GstFlowReturn flow = read_ahead(self);
+  GstBuffer *buffer = NULL;
+  const GstFlowReturn flow = read_range(self, offset, size, &buffer);
   if (flow != GST_FLOW_OK)
     return flow;
-
-  GstUringRead *r = gst_pp_ring_pop(&self->file.requests);
-  if (!r) /* a stream whose writer closed */
-    return GST_FLOW_EOS;
-  if (!self->stream)
-    adapt_window(self, pp_io_done(self->file.io, r) == 1);
-  ssize_t result;
-  pp_io_wait(self->file.io, r, &result);
-  GstBuffer *buffer = gst_buffer_ref(r->buffer);
-  drop_read(r);
-  if (result < 0) {
-    gst_buffer_unref(buffer);
-    GST_ELEMENT_ERROR(self, RESOURCE, READ,
-                      ("Could not read from file \"%s\".", self->file.location),
-                      ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
-    return GST_FLOW_ERROR;
-  }
-  if (result == 0) { /* the end of the file, or the stream's writer closed */
-    self->stream_ended = self->stream;
-    gst_buffer_unref(buffer);
-    return GST_FLOW_EOS;
-  }
-  gst_buffer_set_size(buffer, result);
   GST_BUFFER_OFFSET(buffer) = offset;
-  GST_BUFFER_OFFSET_END(buffer) = offset + result;
+  const gboolean pushed = GST_PAD_MODE(GST_BASE_SRC_PAD(bsrc)) == GST_PAD_MODE_PUSH;
+  if (pushed && self->frame_bytes && self->reader.block % self->frame_bytes == 0 &&
+      !whole_frames(self, buffer)) {
+    gst_buffer_unref(buffer);
+    return GST_FLOW_EOS;
+  }
+  const gsize got = gst_buffer_get_size(buffer);
+  GST_BUFFER_OFFSET_END(buffer) = offset + got;
   if (self->timed) {
     const guint64 frame = offset / self->frame_bytes;
     GST_BUFFER_PTS(buffer) = gst_pp_frame_pts(frame, self->fps_n, self->fps_d);
     GST_BUFFER_DURATION(buffer) =
         gst_pp_frame_pts(frame + 1, self->fps_n, self->fps_d) - GST_BUFFER_PTS(buffer);
   }
-  self->expected = offset + result;
   self->stat_reads++;
-  self->stat_bytes += result;
-  /* A stream's next read runs while downstream takes this one. */
-  if (self->stream && (flow = read_ahead(self)) != GST_FLOW_OK) {
-    gst_buffer_unref(buffer);
-    return flow;
-  }
+  self->stat_bytes += got;
   *out = buffer;
   return GST_FLOW_OK;
 }
@@ -253,12 +136,15 @@ frame_size_of(GstCaps *caps, gint *fps_n, gint *fps_d)
   return layout.frame_bytes;
 }
 
+/* The caps property once started (downstream_takes_caps checked them);
+ * any caps before, so that linking leaves the refusal to start, which
+ * names the caps and why. */
 static GstCaps *
 gst_uring_src_get_caps(GstBaseSrc *bsrc, GstCaps *filter)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
   GST_OBJECT_LOCK(self);
-  GstCaps *caps = self->caps ? gst_caps_ref(self->caps) : gst_caps_new_any();
+  GstCaps *caps = self->caps && self->file.io ? gst_caps_ref(self->caps) : gst_caps_new_any();
   GST_OBJECT_UNLOCK(self);
   if (filter) {
     GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
@@ -276,7 +162,10 @@ gst_uring_src_decide_allocation(GstBaseSrc *bsrc, GstQuery *query)
     return FALSE;
   /* Keep downstream's pool (pinned memory with cudamlp) if its buffers hold
    * a read; else our own, page-aligned as O_DIRECT wants. */
-  const guint need = self->direct ? align_up(self->block, PP_IO_DIRECT_ALIGN) : self->block;
+  const guint block = self->reader.block;
+  const guint need =
+      self->direct ? (block + PP_IO_DIRECT_ALIGN - 1) / PP_IO_DIRECT_ALIGN * PP_IO_DIRECT_ALIGN
+                   : block;
   GstBufferPool *pool = NULL;
   guint size = 0, min = 0, max = 0;
   if (gst_query_get_n_allocation_pools(query) > 0)
@@ -312,6 +201,35 @@ gst_uring_src_decide_allocation(GstBaseSrc *bsrc, GstQuery *query)
 
 /* ---- start / stop ---------------------------------------------------------------------- */
 
+/* Caps set on the element are checked against downstream's here, where a
+ * refusal can say which caps and what downstream takes; at link time
+ * uringsrc offers any caps, or gst_parse_launch would only say that the
+ * two could not be linked. */
+static gboolean
+downstream_takes_caps(GstUringSrc *self, GstCaps *caps)
+{
+  GstPad *peer = gst_pad_get_peer(GST_BASE_SRC_PAD(self));
+  if (!peer)
+    return TRUE; /* not linked: basesrc says so when it pushes */
+  GstCaps *takes = gst_pad_query_caps(peer, NULL);
+  const gboolean ok = gst_caps_can_intersect(caps, takes);
+  if (!ok) {
+    g_autofree gchar *ours = gst_caps_to_string(caps), *theirs = gst_caps_to_string(takes);
+    g_autofree gchar *why = gst_pp_caps_reason(caps, takes);
+    GstElement *next = gst_pad_get_parent_element(peer);
+    const gchar *name = next ? GST_OBJECT_NAME(next) : "downstream";
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("%s does not take the caps set on %s: %s. Set caps it takes, or put a "
+                       "converter between them.",
+                       name, GST_OBJECT_NAME(self), why),
+                      ("%s's caps %s; %s takes %s", GST_OBJECT_NAME(self), ours, name, theirs));
+    gst_clear_object(&next);
+  }
+  gst_caps_unref(takes);
+  gst_object_unref(peer);
+  return ok;
+}
+
 static gboolean
 gst_uring_src_start(GstBaseSrc *bsrc)
 {
@@ -319,36 +237,36 @@ gst_uring_src_start(GstBaseSrc *bsrc)
   GST_OBJECT_LOCK(self);
   const pp_io_options opts = { .access = PP_IO_READ, .direct = self->direct };
   self->frame_bytes = frame_size_of(self->caps, &self->fps_n, &self->fps_d);
+  GstCaps *caps = self->caps ? gst_caps_ref(self->caps) : NULL;
   GST_OBJECT_UNLOCK(self);
+  const gboolean taken = !caps || downstream_takes_caps(self, caps);
+  gst_clear_caps(&caps);
+  if (!taken)
+    return FALSE;
 
   /* A frame per buffer, unless the blocksize was set. */
-  self->block = gst_base_src_get_blocksize(bsrc);
-  if (self->frame_bytes && self->block == BASESRC_DEFAULT_BLOCKSIZE) {
-    self->block = self->frame_bytes;
-    gst_base_src_set_blocksize(bsrc, self->block);
+  guint block = gst_base_src_get_blocksize(bsrc);
+  if (self->frame_bytes && block == BASESRC_DEFAULT_BLOCKSIZE) {
+    block = self->frame_bytes;
+    gst_base_src_set_blocksize(bsrc, block);
   }
   /* Timestamps where each buffer is one frame of a known rate. */
-  self->timed = self->frame_bytes && self->block == self->frame_bytes && self->fps_n > 0;
-  if (opts.direct && self->block % PP_IO_DIRECT_ALIGN) {
+  self->timed = self->frame_bytes && block == self->frame_bytes && self->fps_n > 0;
+  if (opts.direct && block % PP_IO_DIRECT_ALIGN) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
                       ("direct=true needs a blocksize that is a multiple "
                        "of %d bytes, not %u.",
-                       PP_IO_DIRECT_ALIGN, self->block),
+                       PP_IO_DIRECT_ALIGN, block),
                       (NULL));
     return FALSE;
   }
   if (!gst_pp_uring_file_open(&self->file, GST_ELEMENT(self), opts, sizeof(GstUringRead)))
     return FALSE;
-  self->window = opts.direct ? self->file.requests.size : 1;
-  self->ready_run = 0;
-  self->file_size = pp_io_file_size(self->file.io);
-  self->stream = pp_io_is_stream(self->file.io);
-  self->stream_ended = FALSE;
-  self->read_pos = self->expected = 0;
-  self->stat_reads = self->stat_bytes = self->stat_registered = 0;
+  gst_uring_reader_start(&self->reader, bsrc, &self->file, block, opts.direct);
+  self->stat_reads = self->stat_bytes = 0;
   GST_INFO_OBJECT(self, "%s%" G_GUINT64_FORMAT " bytes, %u-byte reads, %u in flight, %s",
-                  self->stream ? "a stream, " : "", self->file_size, self->block,
-                  self->stream ? 1 : self->file.requests.size,
+                  self->reader.stream ? "a stream, " : "", self->reader.file_size, block,
+                  self->reader.stream ? 1 : self->file.requests.size,
                   gst_pp_uring_file_io_name(&self->file));
   return TRUE;
 }
@@ -358,7 +276,7 @@ gst_uring_src_stop(GstBaseSrc *bsrc)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
   if (self->file.io)
-    cancel_reads(self);
+    gst_uring_reader_cancel(&self->reader);
   gst_pp_uring_file_close(&self->file);
   return TRUE;
 }
@@ -367,9 +285,9 @@ static gboolean
 gst_uring_src_get_size(GstBaseSrc *bsrc, guint64 *size)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  if (!self->file.io || self->stream)
+  if (!self->file.io || self->reader.stream)
     return FALSE; /* a stream's size is unknown */
-  *size = self->file_size;
+  *size = self->reader.file_size;
   return TRUE;
 }
 
@@ -377,7 +295,7 @@ static gboolean
 gst_uring_src_is_seekable(GstBaseSrc *bsrc)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
-  return self->file.io && !self->stream;
+  return self->file.io && !self->reader.stream;
 }
 
 /* ---- GObject ------------------------------------------------------------------------- */
@@ -387,7 +305,7 @@ build_stats(GstUringSrc *self)
 {
   return gst_structure_new("application/x-uringsrc-stats", "reads", G_TYPE_UINT64, self->stat_reads,
                            "bytes", G_TYPE_UINT64, self->stat_bytes, "registered-buffers",
-                           G_TYPE_UINT64, self->stat_registered, "fixed-reads", G_TYPE_UINT64,
+                           G_TYPE_UINT64, self->reader.registered, "fixed-reads", G_TYPE_UINT64,
                            self->file.io ? pp_io_fixed_transfers(self->file.io) : 0, "io",
                            G_TYPE_STRING, gst_pp_uring_file_io_name(&self->file), NULL);
 }
@@ -478,7 +396,8 @@ gst_uring_src_class_init(GstUringSrcClass *klass)
       object_class, PROP_CAPS,
       g_param_spec_boxed("caps", "Caps",
                          "Caps of the data (unset: ANY). Raw video or tensor caps make each "
-                         "buffer one frame, timestamped from the framerate",
+                         "buffer one frame, timestamped from the framerate, and a partial last "
+                         "frame is dropped; checked against what downstream takes at start",
                          GST_TYPE_CAPS, CONFIG_FLAGS));
   g_object_class_install_property(
       object_class, PROP_STATS,

@@ -6,6 +6,7 @@
 #include <gst/base/gstbasesrc.h>
 
 #include "uringfile.h"
+#include "uringsrcread.h"
 
 G_BEGIN_DECLS
 
@@ -13,13 +14,6 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE(GstUringSrc, gst_uring_src, GST, URING_SRC, GstBaseSrc)
 
 GST_ELEMENT_REGISTER_DECLARE(uringsrc);
-
-/* A read in flight, into a buffer from the negotiated pool. */
-typedef struct {
-  GstBuffer *buffer;
-  GstMapInfo map;
-  guint64 offset;
-} GstUringRead;
 
 struct _GstUringSrc {
   GstBaseSrc parent;
@@ -32,20 +26,11 @@ struct _GstUringSrc {
   GstCaps *caps;
 
   /* From start to stop. */
-  guint64 file_size;
-  /* A FIFO, pipe, character device or stdin: no size, no seeking, one read
-   * in flight at a time (in order), EOS when the writer closes. */
-  gboolean stream;
-  gboolean stream_ended;
-  guint window;        /* reads kept ahead now, 1..queue-depth (adapt_window) */
-  guint ready_run;     /* reads in a row that were done when wanted */
-  guint64 read_pos;    /* where the next read-ahead starts */
-  guint64 expected;    /* the offset create() should be asked for next */
-  guint block;         /* bytes per read */
+  GstUringReader reader;
   guint64 frame_bytes; /* of the caps property, or 0 */
   gint fps_n, fps_d;   /* their framerate, 0/1 without one */
   gboolean timed;      /* buffers are frames: timestamps from the frame number */
-  guint64 stat_reads, stat_bytes, stat_registered;
+  guint64 stat_reads, stat_bytes;
 };
 
 G_END_DECLS

@@ -9,7 +9,7 @@
  * none after the one that failed.
  *
  * PP_TEST_ENDINGS_RUNS sets the runs of the caps and downstream-EOS cases
- * (200 unless set); the others run a tenth as often. Slot counts 1, 2 and 3
+ * (200 unless set); the others run a tenth as often. Slot counts 1 to 4
  * take turns across runs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +38,7 @@ typedef enum {
 
 typedef struct {
   guint width, height, count;
+  gsize bytes; /* each buffer's size, where not a whole frame's */
 } feed_part;
 
 typedef struct {
@@ -135,8 +136,13 @@ static const ending endings[] = {
     .frames_at_most = -1 },
   { "backend fails frame 7",
     "videotestsrc num-buffers=20 ! " GRAY64 " ! " MLP " ! appsink name=out sync=false", ENDS_ERROR,
-    "on purpose", .sink_eos_after = -1, .cpu_fail_at = "7", .frames_exactly = -1,
-    .frames_at_most = 7 },
+    "on purpose", .sink_eos_after = -1, .cpu_fail_at = "7", .frames_exactly = 7,
+    .frames_at_most = -1 },
+
+  /* A buffer refused: every frame accepted before it comes out first. */
+  { "a short buffer after 10 frames", APPSRC " ! " MLP " ! appsink name=out sync=false", ENDS_ERROR,
+    "1000 bytes", .many = TRUE, .sink_eos_after = -1, .frames_exactly = 10, .frames_at_most = -1,
+    .feed = { { 64, 64, 10 }, { 64, 64, 1, 1000 } } },
 
   /* EOS and flushes while frames wait in slots. */
   { "EOS with slots full",
@@ -158,6 +164,11 @@ static const ending endings[] = {
   { "uringsink: a full disk", "videotestsrc num-buffers=3 ! uringsink name=sink location=/dev/full",
     ENDS_ERROR, "space", .at_fault = "sink", .sink_eos_after = -1, .frames_exactly = -1,
     .frames_at_most = -1, .needs = "uringsink" },
+  { "uringsrc's caps refused downstream",
+    "uringsrc name=src location={dir}/frames caps=video/x-raw,format=GRAY8,width=8,height=8,"
+    "framerate=30/1 ! " MLP " mapping=patches patch-size=16 ! fakesink",
+    ENDS_REFUSED_START, "width 8, where it takes [ 16", .at_fault = "src", .sink_eos_after = -1,
+    .needs = "uringsrc" },
   { "uringsrc, identity eos-after=2",
     "uringsrc location={dir}/frames blocksize=4096 ! identity eos-after=2 ! appsink name=out"
     " sync=false",
@@ -214,7 +225,7 @@ feed_frames(GstElement *pipeline, const ending *e)
     gst_app_src_set_caps(GST_APP_SRC(in), caps);
     gst_caps_unref(caps);
     for (guint i = 0; i < f->count; i++, n++) {
-      const gsize size = (gsize) f->width * f->height;
+      const gsize size = f->bytes ? f->bytes : (gsize) f->width * f->height;
       guint8 *bytes = g_malloc(size);
       test_rng_fill_bytes(&rng, bytes, size);
       GstBuffer *buf = gst_buffer_new_wrapped(bytes, size);
@@ -332,6 +343,8 @@ run_once(run_state *r, const char *dir)
   }
   feed_frames(pipeline, e);
   GstBus *bus = gst_element_get_bus(pipeline);
+  /* Errors posted while stopping still count: the bus keeps them past NULL. */
+  gst_pipeline_set_auto_flush_bus(GST_PIPELINE(pipeline), FALSE);
   const char *at_fault = e->at_fault ? e->at_fault : "mlp";
 
   r->state = "going to PLAYING";
@@ -455,7 +468,7 @@ test_every_ending(void **state)
     const guint runs = e->many ? many : MAX(many / 10, 1);
     const gint64 start = g_get_monotonic_time();
     for (guint run = 0; run < runs; run++) {
-      r = (run_state){ .e = e, .run = run, .slots = 1 + run % 3, .last_pts = GST_CLOCK_TIME_NONE };
+      r = (run_state){ .e = e, .run = run, .slots = 1 + run % 4, .last_pts = GST_CLOCK_TIME_NONE };
       run_once(&r, dir);
     }
     print_message("%-40s %4u runs, %6.1f ms each\n", e->name, runs,

@@ -228,10 +228,8 @@ main(void)
 {
   seed = test_seed();
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_order_and_routing),
-    cmocka_unit_test(test_failures_come_out_in_order),
-    cmocka_unit_test(test_too_few_slots),
-    cmocka_unit_test(test_device_lists),
+    cmocka_unit_test(test_order_and_routing), cmocka_unit_test(test_failures_come_out_in_order),
+    cmocka_unit_test(test_too_few_slots),     cmocka_unit_test(test_device_lists),
     cmocka_unit_test(test_plan_parts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
