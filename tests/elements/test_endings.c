@@ -174,6 +174,11 @@ static const ending endings[] = {
     " sync=false",
     ENDS_EOS, .many = TRUE, .sink_eos_after = -1, .frames_at_most = 2, .frames_exactly = -1,
     .needs = "uringsrc" },
+  { "uringsrc, a partial last frame, cudamlp",
+    "uringsrc location={dir}/frames-partial caps=" GRAY64 " ! " MLP
+    " ! appsink name=out sync=false",
+    ENDS_EOS, .many = TRUE, .sink_eos_after = -1, .frames_exactly = 10, .frames_at_most = -1,
+    .needs = "uringsrc" },
   { "uringsrc, cudamlp, sink EOS after 3",
     "uringsrc location={dir}/frames caps=" GRAY64 " ! " MLP " ! appsink name=out sync=false",
     ENDS_EOS, .many = TRUE, .sink_eos_after = 3, .frames_exactly = 3, .frames_at_most = -1,
@@ -432,13 +437,16 @@ make_scratch(void)
   test_rng_fill_bytes(&rng, frames, size);
   g_autofree gchar *path = g_build_filename(dir, "frames", NULL);
   assert_true(g_file_set_contents(path, (const gchar *) frames, size, NULL));
+  /* Ten whole frames and 1000 bytes of an eleventh. */
+  g_autofree gchar *partial = g_build_filename(dir, "frames-partial", NULL);
+  assert_true(g_file_set_contents(partial, (const gchar *) frames, 64 * 64 * 10 + 1000, NULL));
   return dir;
 }
 
 static void
 remove_scratch(gchar *dir)
 {
-  const char *names[] = { "fifo.safetensors", "frames" };
+  const char *names[] = { "fifo.safetensors", "frames", "frames-partial" };
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
     g_autofree gchar *path = g_build_filename(dir, names[i], NULL);
     g_unlink(path);
