@@ -12,7 +12,7 @@
 #include "reader.h"
 #include "frame.h"
 #include "model.h"
-#include "stats.h"
+#include "timing.h"
 
 gboolean
 bench_time_gpu(const element_setup *e, int device, const char *plan,
@@ -38,7 +38,7 @@ bench_time_gpu(const element_setup *e, int device, const char *plan,
   const size_t out_bytes = ok ? (size_t) layout.n * model->o * sizeof(float) : 0;
   float *out = ok ? pp_host_alloc(out_bytes, true, &msg) : NULL;
   ok = ok && out && pp_cuda_time_stages(b, map.data, out, 31, &t->stages, &msg) == 0 &&
-       pp_cuda_time_paths(b, 31, t->paths_us, &msg) == 0;
+       pp_cuda_time_paths(b, 31, t->paths, PP_CUDA_MAX_PATH_TIMES, &t->n_paths, &msg) == 0;
 
   /* Plain cuBLAS on the same frame, weights and precision. */
   if (ok) {

@@ -9,7 +9,7 @@
 #include "bench.h"
 #include "frame.h"
 #include "model.h"
-#include "stats.h"
+#include "timing.h"
 #include "tensorcaps.h"
 
 gboolean
@@ -78,8 +78,7 @@ bench_time_stages(const workload *w, const element_setup *e, GstBuffer *frame, s
   g_autofree char *plan = pp_backend_plan_part(e->plan, 0);
   g_auto(GStrv) devices = g_strsplit(e->devices, ",", 2);
   t->device = devices[0] ? atoi(devices[0]) : 0;
-  for (int p = 0; p < PP_N_PATHS; p++)
-    t->paths_us[p] = -1;
+  t->n_paths = 0;
   t->ref_mlp_us = -1;
   gboolean ok = bench_workload_model(w, &layout, &model, &msg);
   if (ok && g_str_equal(e->backend, "cuda"))

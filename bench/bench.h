@@ -21,7 +21,8 @@ typedef struct {
 typedef struct {
   pp_cuda_stage_times stages;
   double ref_mlp_us;
-  double paths_us[PP_N_PATHS];
+  pp_cuda_path_time paths[PP_CUDA_MAX_PATH_TIMES]; /* each path's MLP alone */
+  unsigned n_paths;
   int device; /* the one device timed */
 } stage_times;
 

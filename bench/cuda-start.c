@@ -13,7 +13,7 @@
 #include <glib.h>
 #include <stdio.h>
 
-#include "stats.h"
+#include "timing.h"
 
 /* cuBLASLt's first GEMM algorithm: a handle, one 1024×1024×1024 float
  * GEMM described, the heuristic's first answer checked; through dlsym, as

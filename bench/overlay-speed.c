@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "scoredraw.h"
-#include "stats.h"
+#include "timing.h"
 
 enum { W = 1920, H = 1080, P = 16 };
 

@@ -47,6 +47,7 @@
 #include "model.h"
 #include "stats.h"
 #include "tensorcaps.h"
+#include "timing.h"
 
 static const workload workloads[] = {
   { "seed", "video/x-raw,format=GRAY8,width=1024,height=1024,framerate=0/1", "rows", 16, 1024, 1,
@@ -619,9 +620,8 @@ main(int argc, char **argv)
     }
     if (timed && on_gpu) {
       printf("# %s MLP alone per path (µs):", w->name);
-      for (int p = 0; p < PP_N_PATHS; p++)
-        if (t.paths_us[p] >= 0)
-          printf(" %s %.1f", pp_cuda_path_name(p), t.paths_us[p]);
+      for (unsigned p = 0; p < t.n_paths; p++)
+        printf(" %s %.1f", t.paths[p].path, t.paths[p].us);
       printf("; plain cuBLAS %.1f\n", t.ref_mlp_us);
     }
     if (timed && o.streams <= 1 && strchr(o.devices, ','))

@@ -13,7 +13,7 @@
 #include <gst/gst.h>
 #include <stdio.h>
 
-#include "stats.h"
+#include "timing.h"
 
 static gint64 first_ns;
 

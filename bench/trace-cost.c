@@ -8,7 +8,7 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 
-#include "stats.h"
+#include "timing.h"
 #include "trace.h"
 
 int

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The core's messages (src/log.h) into the GStreamer debug category
+/* The core's messages (src/base/log.h) into the GStreamer debug category
  * "pingpong": GST_DEBUG=pingpong:5 shows how the CUDA backend chose its
  * plan, pingpong:6 more. */
 #ifndef GST_PP_CORE_LOG_H

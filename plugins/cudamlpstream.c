@@ -16,6 +16,7 @@
 #include "gstpinnedallocator.h"
 #include "gstppscoresmeta.h"
 #include "trace.h"
+#include "timing.h"
 
 GST_DEBUG_CATEGORY_EXTERN(gst_cuda_mlp_debug);
 #define GST_CAT_DEFAULT gst_cuda_mlp_debug

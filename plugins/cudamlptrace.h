@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* cudamlp's Chrome trace (src/trace.h): where it goes (trace-file, else
+/* cudamlp's Chrome trace (src/engine/trace.h): where it goes (trace-file, else
  * PINGPONG_TRACE), how many spans it keeps, and writing it at stop. */
 #ifndef GST_CUDA_MLP_TRACE_H
 #define GST_CUDA_MLP_TRACE_H

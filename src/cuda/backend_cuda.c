@@ -20,7 +20,7 @@
 #include "gpu_timer.h"
 #include "log.h"
 #include "planner.h"
-#include "stats.h"
+#include "timing.h"
 
 /* Stage times are read back for one frame in this many: reading them costs
  * the consumer thread a few microseconds. */

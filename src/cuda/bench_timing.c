@@ -109,8 +109,10 @@ path_fits(const pp_cuda_parts *parts, pp_cuda_path path)
 }
 
 int
-cuda_bench_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg)
+cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsigned max,
+                      unsigned *n, char **msg)
 {
+  *n = 0;
   pp_cuda_parts parts;
   int rc = ready(b, reps, &parts, msg);
   if (rc < 0)
@@ -127,15 +129,16 @@ cuda_bench_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char 
                          .pieces = pieces,
                          .completion = parts.plan->completion };
   (void) reps;
-  for (int path = 0; path < PP_N_PATHS && rc == 0; path++) {
-    us[path] = -1;
+  for (int path = 0; path < PP_N_PATHS && rc == 0 && *n < max; path++) {
+    double us;
+    char *why = NULL;
     if (!path_fits(&parts, path))
       continue;
-    char *why = NULL;
-    if (time_path(&p, parts.plan, path, &us[path], &why) < 0) {
-      us[path] = -1;
+    if (time_path(&p, parts.plan, path, &us, &why) < 0) {
       g_free(why);
+      continue;
     }
+    out[(*n)++] = (pp_cuda_path_time){ pp_cuda_path_name(path), us };
   }
   /* The backend's own plan again, and slot 0's graphs for it. */
   rc = pp_mlp_exec_prepare(parts.exec, parts.plan, msg);

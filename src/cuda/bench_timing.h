@@ -8,6 +8,7 @@
 
 int cuda_bench_time_stages(pp_backend *b, const void *input, float *output, unsigned reps,
                            pp_cuda_stage_times *out, char **msg);
-int cuda_bench_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
+int cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsigned max,
+                          unsigned *n, char **msg);
 
 #endif

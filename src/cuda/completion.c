@@ -6,7 +6,7 @@
 #include <glib.h>
 #include <sys/prctl.h>
 
-#include "stats.h"
+#include "timing.h"
 
 /* The waiter sleeps until shortly before a frame is expected (how long
  * frames take, learn_frame_time), then polls: polling sees a finished frame

@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "cuda_kernels.h"
-#include "stats.h"
+#include "timing.h"
 
 /* A timed region starts behind this much GPU busy-wait. */
 #define LEAD_US 100

@@ -6,7 +6,7 @@
 #include <gmodule.h>
 
 #include "check.h"
-#include "stats.h"
+#include "timing.h"
 
 static const pp_lt_table *table;
 static char *failure;

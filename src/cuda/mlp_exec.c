@@ -15,7 +15,7 @@
 #include "log.h"
 #include "lt_loader.h"
 #include "reader.h"
-#include "stats.h"
+#include "timing.h"
 
 /* A layer's cuBLASLt GEMMs: over a whole frame, and over a chunk's rows. */
 typedef struct {

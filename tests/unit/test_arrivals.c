@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* When the next paced frame is due (src/arrivals.c): only a steady pace
+/* When the next paced frame is due (src/engine/arrivals.c): only a steady pace
  * within 0.2-100 ms gives a time, and it is the last arrival plus the
  * pace; jitter, a break in the pace, and paces out of range give none. */
 #include <setjmp.h>

@@ -18,6 +18,7 @@
 #include "fake_backend.h"
 #include "stats.h"
 #include "testutil.h"
+#include "timing.h"
 
 static uint64_t seed;
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The layers description's grammar (src/model_desc.c): what it accepts,
+/* The layers description's grammar (src/model/model_desc.c): what it accepts,
  * PyTorch's names and defaults, and each refusal's message. (Against a
  * file's tensors: test_model.c.) */
 #include <setjmp.h>

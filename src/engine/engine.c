@@ -8,6 +8,7 @@
 
 #include "engine_priv.h"
 #include "trace.h"
+#include "timing.h"
 
 static void
 free_slot_locked(pp_engine *e, unsigned index)

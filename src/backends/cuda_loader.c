@@ -174,10 +174,11 @@ pp_cuda_time_stages(pp_backend *b, const void *input, float *output, unsigned re
 }
 
 int
-pp_cuda_time_paths(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg)
+pp_cuda_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsigned max, unsigned *n,
+                   char **msg)
 {
   const pp_cuda_module *m = pp_cuda_module_get(msg);
-  return m ? m->time_paths(b, reps, us, msg) : -ENOTSUP;
+  return m ? m->time_paths(b, reps, out, max, n, msg) : -ENOTSUP;
 }
 
 int

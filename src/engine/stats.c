@@ -5,15 +5,6 @@
 #include <glib.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-int64_t
-pp_now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void
 pp_stats_record(pp_stats_recorder *r, const pp_frame_times *host, const pp_stage_times *times)
@@ -34,20 +25,6 @@ pp_stats_record(pp_stats_recorder *r, const pp_frame_times *host, const pp_stage
     r->stage_sum_us[2] += times->d2h_us;
     r->timed_frames++;
   }
-}
-
-static int
-compare_double(const void *a, const void *b)
-{
-  const double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
-double
-pp_median(double *v, size_t n)
-{
-  qsort(v, n, sizeof *v, compare_double);
-  return v[n / 2];
 }
 
 static int

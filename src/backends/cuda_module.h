@@ -20,7 +20,7 @@
 
 /* Bumped whenever the table or anything it passes changes shape; the core
  * refuses a module built for another. */
-#define PP_CUDA_MODULE_ABI (200 + PP_BACKEND_ABI)
+#define PP_CUDA_MODULE_ABI (201 + PP_BACKEND_ABI)
 #define PP_CUDA_MODULE_ENTRY "pp_cuda_module_entry"
 #define PP_CUDA_MODULE_NAME "libpingpong-cuda.so"
 
@@ -34,7 +34,8 @@ typedef struct {
   void (*host_unregister)(void *ptr);
   int (*time_stages)(pp_backend *b, const void *input, float *output, unsigned reps,
                      pp_cuda_stage_times *out, char **msg);
-  int (*time_paths)(pp_backend *b, unsigned reps, double us[PP_N_PATHS], char **msg);
+  int (*time_paths)(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsigned max, unsigned *n,
+                    char **msg);
   /* Visible devices; 0 where the driver has none or fails. */
   int (*device_count)(void);
   /* The primary context (a CUcontext) of a device, made if need be. */

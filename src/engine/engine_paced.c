@@ -3,7 +3,7 @@
  * (engine.c) calls here when its queue is empty and again when the frame
  * at its head was left for it to submit (pp_engine_submit). */
 #include "engine_priv.h"
-#include "stats.h"
+#include "timing.h"
 
 /* A paced frame's consumer is woken this long before the frame is due
  * (longer than a sleep's overshoot on a VM's timer), and watches for it

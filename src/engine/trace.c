@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "stats.h"
+#include "timing.h"
 
 /* The device's tracks live in a process of their own in the viewer. */
 #define HOST_PID 1

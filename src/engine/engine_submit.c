@@ -5,6 +5,7 @@
 #include <glib.h>
 
 #include "engine_priv.h"
+#include "timing.h"
 
 int
 engine_submit_to_backend(pp_engine *e, ticket *t, bool by_producer, char **msg)

@@ -8,7 +8,7 @@
 
 #include "backend.h"
 #include "cpu_mlp.h"
-#include "stats.h"
+#include "timing.h"
 
 typedef struct cpu_backend cpu_backend;
 

@@ -54,12 +54,6 @@ typedef struct {
   double host_sum_us[3];
 } pp_stats_recorder;
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-int64_t pp_now_ns(void);
-
-/* The median of v[0..n), which it sorts; n > 0. */
-double pp_median(double *v, size_t n);
-
 void pp_stats_record(pp_stats_recorder *r, const pp_frame_times *host, const pp_stage_times *times);
 void pp_stats_summarize(const pp_stats_recorder *r, pp_stats *out);
 
