@@ -108,17 +108,6 @@ free_input(input *in)
   cudaFree(in->d_koff);
 }
 
-/* Wt (k×ldw, zero-padded) from W (n×k). */
-float *
-transposed(const float *w, uint32_t n, uint32_t k, uint32_t ldw)
-{
-  float *t = g_new0(float, (size_t) k *ldw);
-  for (uint32_t r = 0; r < n; r++)
-    for (uint32_t c = 0; c < k; c++)
-      t[(size_t) c * ldw + r] = w[(size_t) r * k + c];
-  return t;
-}
-
 /* C = act(X·Wᵀ + b) in double, and the magnitude of each sum. */
 void
 reference_linear(const float *x, uint32_t m, uint32_t k, const float *w, const float *bias,

@@ -53,8 +53,6 @@ float *host_result(const float *d, size_t n);
 input make_input(test_rng *rng, pp_layout_kind kind, pp_pixel_format format, uint32_t n, uint32_t k,
                  uint32_t patch);
 void free_input(input *in);
-/* Wt (k×ldw, zero-padded) from W (n×k). */
-float *transposed(const float *w, uint32_t n, uint32_t k, uint32_t ldw);
 /* C = act(X·Wᵀ + b) in double, and the magnitude of each sum. */
 void reference_linear(const float *x, uint32_t m, uint32_t k, const float *w, const float *bias,
                       uint32_t n, pp_act act, double *out, double *mag);

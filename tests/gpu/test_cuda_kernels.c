@@ -16,9 +16,28 @@
 
 #include "cpu_mlp.h"
 #include "kernel_check.h"
+#include "weights.h"
 
 static uint64_t seed;
 static bool quick;
+
+/* The model on the device as the module uploads it (weights.c). */
+static pp_gpu_weights
+upload_weights(const pp_model *m)
+{
+  pp_gpu_weights w = { 0 };
+  char *msg = NULL;
+  if (pp_gpu_weights_upload(&w, m, kc_stream, &msg) < 0)
+    fail_msg("uploading the weights: %s", msg);
+  return w;
+}
+
+static void
+free_weights(const pp_gpu_weights *w)
+{
+  pp_gpu_weights copy = *w;
+  pp_gpu_weights_free(&copy);
+}
 
 /* ---- GEMM ------------------------------------------------------------------ */
 
@@ -29,28 +48,33 @@ check_gemm(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   input in = make_input(rng, kind, format, m, k, patch);
   m = in.layout.n;
   k = in.layout.k;
-  float *w = g_new(float, (size_t) n *k), *b = g_new(float, n);
+  /* One layer, fresh values, in the layouts the module uploads. */
+  pp_model *model = NULL;
+  assert_int_equal(pp_model_generate_layers(k, 1, &n, &act, &model), 0);
+  float *w = model->layers[0].w;
   test_rng_fill_floats(rng, w, (size_t) n * k, -1, 1);
-  test_rng_fill_floats(rng, b, n, -1, 1);
-  const uint32_t ldw = pp_cuda_pad4(n), ldc = n + 3; /* a ragged ldc too */
-  float *wt = transposed(w, n, k, ldw);
-  float *d_wt = device_copy(wt, (size_t) k * ldw * sizeof(float));
-  float *d_b = device_copy(b, n * sizeof(float));
+  test_rng_fill_floats(rng, model->layers[0].b, n, -1, 1);
+  if (!bias)
+    g_clear_pointer(&model->layers[0].b, g_free);
+  const pp_gpu_weights gw = upload_weights(model);
+  const pp_gpu_layer *l = &gw.layers[0];
+  const uint32_t ldc = n + 3; /* a ragged ldc too */
   float *d_c = device_poisoned((size_t) m * ldc);
-  CHECK_CUDA(
-      pp_cuda_gemm(kc_stream, &in.a, m, k, d_wt, ldw, bias ? d_b : NULL, n, act, d_c, ldc, tile));
+  CHECK_CUDA(pp_cuda_gemm(kc_stream, &in.a, m, k, l->wt, l->ldw, l->b, n, act, d_c, ldc, tile));
   float *c = host_result(d_c, (size_t) m * ldc);
   float *packed = g_new(float, (size_t) m *n);
   for (uint32_t r = 0; r < m; r++)
     memcpy(packed + (size_t) r * n, c + (size_t) r * ldc, n * sizeof(float));
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
-  reference_linear(in.x, m, k, w, bias ? b : NULL, n, act, ref, mag);
+  reference_linear(in.x, m, k, w, model->layers[0].b, n, act, ref, mag);
   g_autofree char *what = g_strdup_printf("gemm %s %u×%u×%u %s act%d tile%d", name, m, k, n,
                                           bias ? "+bias" : "", act.kind, tile);
   expect_close(what, packed, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
                PP_FP32_REL_TOL);
-  g_free(w), g_free(b), g_free(wt), g_free(c), g_free(packed), g_free(ref), g_free(mag);
-  cudaFree(d_wt), cudaFree(d_b), cudaFree(d_c);
+  g_free(c), g_free(packed), g_free(ref), g_free(mag);
+  cudaFree(d_c);
+  free_weights(&gw);
+  pp_model_free(model);
   free_input(&in);
 }
 
@@ -145,12 +169,10 @@ check_whole(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_forma
   pp_model *m = random_model(rng, k, d, o, false, bias);
   m->layers[0].act = hidden;
   m->layers[1].act = out;
-  const uint32_t ldw = pp_cuda_pad4(d);
-  float *w0t = transposed(m->layers[0].w, d, k, ldw);
-  float *d_w0t = device_copy(w0t, (size_t) k * ldw * sizeof(float));
-  float *d_b0 = bias ? device_copy(m->layers[0].b, d * sizeof(float)) : NULL;
-  float *d_w1 = device_copy(m->layers[1].w, (size_t) o * d * sizeof(float));
-  float *d_b1 = bias ? device_copy(m->layers[1].b, o * sizeof(float)) : NULL;
+  const pp_gpu_weights gw = upload_weights(m);
+  const pp_gpu_layer *l0 = &gw.layers[0], *l1 = &gw.layers[1];
+  const float *d_w0t = l0->wt, *d_b0 = l0->b, *d_w1 = l1->w, *d_b1 = l1->b;
+  const uint32_t ldw = l0->ldw;
   float *d_y = device_poisoned((size_t) n * o);
   if (rows == 0)
     CHECK_CUDA(pp_cuda_mlp_fused(kc_stream, &in.a, n, k, d_w0t, ldw, d_b0, d, hidden, d_w1, d_b1,
@@ -164,8 +186,9 @@ check_whole(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_forma
       g_strdup_printf("%s mlp %s %u×%u→%u→%u act%d, act%d (rows %u)", rows ? "small" : "fused",
                       name, n, k, d, o, hidden.kind, out.kind, rows);
   expect_close(what, y, ref, mag, (size_t) n * o, true, PP_FP32_REL_TOL);
-  g_free(w0t), g_free(y), g_free(ref), g_free(mag);
-  cudaFree(d_w0t), cudaFree(d_b0), cudaFree(d_w1), cudaFree(d_b1), cudaFree(d_y);
+  g_free(y), g_free(ref), g_free(mag);
+  cudaFree(d_y);
+  free_weights(&gw);
   pp_model_free(m);
   free_input(&in);
 }
