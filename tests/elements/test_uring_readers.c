@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gstmain.h"
+#include "piperun.h"
 #include "testutil.h"
 
 #define FRAME_W 64
@@ -92,20 +93,9 @@ frames_of(const char *desc)
 static void
 encode(const char *desc)
 {
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  if (!p || err)
-    fail_msg("%s: %s", desc, err ? err->message : "?");
-  GstBus *bus = gst_element_get_bus(p);
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  assert_non_null(msg);
-  assert_int_equal(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  g_autofree gchar *error = test_run_pipeline(desc, NULL);
+  if (error)
+    fail_msg("%s: %s", desc, error);
 }
 
 /* The clips and the raw file the readers read. */
