@@ -144,7 +144,7 @@ gst_uring_src_get_caps(GstBaseSrc *bsrc, GstCaps *filter)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
   GST_OBJECT_LOCK(self);
-  GstCaps *caps = self->caps && self->file.io ? gst_caps_ref(self->caps) : gst_caps_new_any();
+  GstCaps *caps = self->caps && self->caps_checked ? gst_caps_ref(self->caps) : gst_caps_new_any();
   GST_OBJECT_UNLOCK(self);
   if (filter) {
     GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
@@ -162,10 +162,7 @@ gst_uring_src_decide_allocation(GstBaseSrc *bsrc, GstQuery *query)
     return FALSE;
   /* Keep downstream's pool (pinned memory with cudamlp) if its buffers hold
    * a read; else our own, page-aligned as O_DIRECT wants. */
-  const guint block = self->reader.block;
-  const guint need =
-      self->direct ? (block + PP_IO_DIRECT_ALIGN - 1) / PP_IO_DIRECT_ALIGN * PP_IO_DIRECT_ALIGN
-                   : block;
+  const guint need = gst_uring_reader_buffer_size(self->reader.block, self->reader.direct);
   GstBufferPool *pool = NULL;
   guint size = 0, min = 0, max = 0;
   if (gst_query_get_n_allocation_pools(query) > 0)
@@ -263,6 +260,9 @@ gst_uring_src_start(GstBaseSrc *bsrc)
   if (!gst_pp_uring_file_open(&self->file, GST_ELEMENT(self), opts, sizeof(GstUringRead)))
     return FALSE;
   gst_uring_reader_start(&self->reader, bsrc, &self->file, block, opts.direct);
+  GST_OBJECT_LOCK(self);
+  self->caps_checked = TRUE;
+  GST_OBJECT_UNLOCK(self);
   self->stat_reads = self->stat_bytes = 0;
   GST_INFO_OBJECT(self, "%s%" G_GUINT64_FORMAT " bytes, %u-byte reads, %u in flight, %s",
                   self->reader.stream ? "a stream, " : "", self->reader.file_size, block,
@@ -275,6 +275,9 @@ static gboolean
 gst_uring_src_stop(GstBaseSrc *bsrc)
 {
   GstUringSrc *self = GST_URING_SRC(bsrc);
+  GST_OBJECT_LOCK(self);
+  self->caps_checked = FALSE;
+  GST_OBJECT_UNLOCK(self);
   if (self->file.io)
     gst_uring_reader_cancel(&self->reader);
   gst_pp_uring_file_close(&self->file);

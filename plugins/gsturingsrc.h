@@ -24,6 +24,8 @@ struct _GstUringSrc {
   /* Properties, under the object lock. */
   gboolean direct;
   GstCaps *caps;
+  /* The caps were checked against downstream's at start (until stop). */
+  gboolean caps_checked;
 
   /* From start to stop. */
   GstUringReader reader;

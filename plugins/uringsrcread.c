@@ -32,6 +32,12 @@ drop_read(GstUringRead *req)
   gst_clear_buffer(&req->buffer);
 }
 
+guint
+gst_uring_reader_buffer_size(guint block, gboolean direct)
+{
+  return direct ? (guint) align_up(block, PP_IO_DIRECT_ALIGN) : block;
+}
+
 void
 gst_uring_reader_start(GstUringReader *r, GstBaseSrc *src, GstPpUringFile *file, guint block,
                        gboolean direct)
@@ -136,9 +142,9 @@ read_ahead(GstUringReader *r)
     return GST_FLOW_OK;
   guint prepared = 0;
   while (may_read_ahead(r)) {
-    guint len = r->stream ? r->block : MIN(r->block, r->file_size - r->read_pos);
-    if (r->direct)
-      len = align_up(len, PP_IO_DIRECT_ALIGN); /* reads past the end come back short */
+    /* O_DIRECT reads past the end come back short. */
+    const guint len = gst_uring_reader_buffer_size(
+        r->stream ? r->block : (guint) MIN(r->block, r->file_size - r->read_pos), r->direct);
     GstBuffer *buffer;
     const GstFlowReturn flow = pool_buffer(r, len, &buffer);
     if (flow != GST_FLOW_OK)

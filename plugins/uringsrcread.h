@@ -40,6 +40,9 @@ typedef struct {
   guint64 registered;
 } GstUringReader;
 
+/* Bytes a buffer needs for a read ahead of `block` bytes: O_DIRECT reads
+ * whole 4096-byte blocks. */
+guint gst_uring_reader_buffer_size(guint block, gboolean direct);
 /* From the open file; `block` bytes a read ahead. */
 void gst_uring_reader_start(GstUringReader *r, GstBaseSrc *src, GstPpUringFile *file, guint block,
                             gboolean direct);
