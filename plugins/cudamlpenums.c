@@ -89,8 +89,8 @@ DEFINE_ENUM(gst_cuda_mlp_output_get_type, "GstCudaMlpOutput",
               "One other/tensors buffer of the results per frame (NNStreamer's format)",
               "tensors" },
             { GST_CUDA_MLP_OUTPUT_VIDEO_META,
-              "The frame itself, unchanged, with its results attached as a GstPpScoresMeta "
-              "(gstppscoresmeta.h; scoreoverlay draws it)",
+              "The frame itself, unchanged, with its results attached "
+              "(a GstCustomMeta named PpScoresMeta, pingpong/ppscores.h; scoreoverlay draws it)",
               "video-meta" })
 
 void

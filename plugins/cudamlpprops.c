@@ -95,7 +95,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
   props[PROP_OUTPUT] = g_param_spec_enum(
       "output", "Output",
       "What goes downstream: other/tensors buffers of the results, or each frame unchanged (its "
-      "own caps) carrying its results as a GstPpScoresMeta, for scoreoverlay or an appsink",
+      "own caps) carrying its results as a PpScoresMeta (a GstCustomMeta), for scoreoverlay or an "
+      "appsink",
       GST_TYPE_CUDA_MLP_OUTPUT, DEFAULT_OUTPUT, CONFIG_FLAGS);
   props[PROP_TUNING] = g_param_spec_enum(
       "tuning", "Tuning",

@@ -14,7 +14,7 @@
 #include "cudamlpcontext.h"
 #include "cudamlpstats.h"
 #include "gstpinnedallocator.h"
-#include "gstppscoresmeta.h"
+#include "scoresmeta.h"
 #include "trace.h"
 #include "timing.h"
 
@@ -218,8 +218,9 @@ attach_scores(GstCudaMlp *self, GstBuffer *frame, GstBuffer *scores)
     grid_height = l->n / l->patches_per_row;
   }
   frame = gst_buffer_make_writable(frame);
-  gst_buffer_add_pp_scores_meta(frame, scores, l->n, self->model->o, kind, l->patch, grid_width,
-                                grid_height);
+  if (!gst_pp_buffer_add_scores(frame, scores, l->n, self->model->o, kind, l->patch, grid_width,
+                                grid_height))
+    GST_WARNING_OBJECT(self, "could not attach the scores of a frame");
   gst_buffer_unref(scores);
   return frame;
 }

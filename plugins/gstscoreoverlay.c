@@ -2,7 +2,7 @@
 /**
  * SECTION:element-scoreoverlay
  *
- * Draws a frame's scores over the frame: the GstPpScoresMeta that
+ * Draws a frame's scores over the frame: the PpScoresMeta that
  * `cudamlp output=video-meta` attaches. With mapping=patches each patch is
  * tinted by its score through a colormap (as a grid, or smoothed between
  * patch centres); with mapping=rows each row's score is a bar at the
@@ -183,9 +183,10 @@ static GstFlowReturn
 gst_score_overlay_transform_frame_ip(GstVideoFilter *filter, GstVideoFrame *frame)
 {
   GstScoreOverlay *self = GST_SCORE_OVERLAY(filter);
-  GstPpScoresMeta *meta = gst_buffer_get_pp_scores_meta(frame->buffer);
-  if (!meta || meta->outputs == 0 || meta->n == 0)
+  GstPpScores scores;
+  if (!gst_pp_buffer_read_scores(frame->buffer, &scores) || scores.outputs == 0 || scores.n == 0)
     return GST_FLOW_OK;
+  const GstPpScores *meta = &scores;
 
   GST_OBJECT_LOCK(self);
   const guint colormap = self->colormap, o = self->output_index, bar = self->bar_width;
@@ -203,30 +204,25 @@ gst_score_overlay_transform_frame_ip(GstVideoFilter *filter, GstVideoFrame *fram
     self->warned_output = TRUE;
     return GST_FLOW_OK;
   }
-  GstMapInfo map;
-  if (!gst_buffer_map(meta->scores, &map, GST_MAP_READ))
-    return GST_FLOW_OK;
-  if (map.size < (gsize) meta->n * meta->outputs * sizeof(gfloat)) {
-    gst_buffer_unmap(meta->scores, &map);
-    GST_ELEMENT_ERROR(
-        self, STREAM, FORMAT, ("A frame's scores are shorter than they say."),
-        ("%" G_GSIZE_FORMAT " bytes for %u × %u floats", map.size, meta->n, meta->outputs));
+  if (!meta->data) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("A frame's scores are shorter than they say: %u × %u floats expected.",
+                       meta->n, meta->outputs),
+                      ("the meta's data holds fewer bytes than its shape"));
     return GST_FLOW_ERROR;
   }
-  const gfloat *scores = (const gfloat *) map.data;
   gdouble lo, hi;
-  value_range(self, scores, meta->n, meta->outputs, o, range, fixed_min, fixed_max, &lo, &hi);
+  value_range(self, meta->data, meta->n, meta->outputs, o, range, fixed_min, fixed_max, &lo, &hi);
   const gdouble scale = hi > lo ? 255.0 / (hi - lo) : 0;
 
   const gboolean patches = meta->layout == GST_PP_SCORES_PATCHES;
   ensure_cells(self, meta->n, patches ? meta->grid_width : 1);
   for (guint i = 0; i < meta->n; i++) {
-    const gdouble v = scores[(gsize) i * meta->outputs + o];
+    const gdouble v = meta->data[(gsize) i * meta->outputs + o];
     const gdouble scaled = isfinite(v) ? CLAMP((v - lo) * scale, 0.0, 255.0) : 0.0;
     self->cell_value[i] = (gfloat) scaled;
     self->cell_index[i] = (guint8) lround(scaled);
   }
-  gst_buffer_unmap(meta->scores, &map);
 
   if (self->colour_for != colormap)
     make_colours(self, &frame->info, colormap);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* scoreoverlay: draws the GstPpScoresMeta that `cudamlp output=video-meta`
+/* scoreoverlay: draws the PpScoresMeta that `cudamlp output=video-meta`
  * attaches to each frame over that frame, as a heat map (mapping=patches)
  * or a bar at the right edge (mapping=rows). Frames without the meta pass
  * unchanged. */

@@ -11,11 +11,13 @@
 #include "corelog.h"
 #include "gstcudamlp.h"
 #include "gstscoreoverlay.h"
+#include "scoresmeta.h"
 
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
   gst_pp_core_log_install();
+  gst_pp_scores_meta_register();
   gboolean ok = GST_ELEMENT_REGISTER(cudamlp, plugin);
   ok &= GST_ELEMENT_REGISTER(scoreoverlay, plugin);
   return ok;

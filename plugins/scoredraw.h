@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Drawing scores over a frame: which colormap entry each pixel gets (from
- * a GstPpScoresMeta's grid), and blending those colours into the frame's
+ * a PpScoresMeta's grid), and blending those colours into the frame's
  * components, whatever its format's planes and subsampling. Plain loops
  * over rows, so scoreoverlay keeps up with 1080p60 on one core
  * (docs/PERFORMANCE.md). */
@@ -9,7 +9,7 @@
 
 #include <gst/video/video.h>
 
-#include "gstppscoresmeta.h"
+#include "scoresmeta.h"
 
 /* A pixel no score covers. */
 #define GST_PP_NO_SCORE 0xFFFF

@@ -8,7 +8,8 @@
 # module then loads and reports the missing device; with one, a frame runs.
 # With --system (CI, as root), installs for real as the README says, runs
 # gst-inspect-1.0 cudamlp and pingpong-export from a shell with no
-# variables set, then uninstalls.
+# variables set, builds and runs the examples that read the scores meta,
+# then uninstalls.
 #
 #   tests/install-check.sh [--system] [BUILD_DIR]
 set -euo pipefail
@@ -63,4 +64,26 @@ if [ "$system" = 1 ]; then
   "${clean[@]}" pingpong-export --help > /dev/null ||
     { echo "FAIL: pingpong-export after install, no variables set"; exit 1; }
   echo "installed in /usr: gst-inspect-1.0 cudamlp and pingpong-export run with no variables set"
+  # The examples that read the scores meta, as a user builds and runs them.
+  src=$(dirname "$0")/..
+  "$src/tools/make-brightness-model" "$dest/bright.safetensors"
+  # shellcheck disable=SC2046
+  "${clean[@]}" cc "$src/examples/frame_scores.c" -o "$dest/frame_scores" \
+    $("${clean[@]}" pkg-config --cflags --libs pingpong gstreamer-app-1.0) ||
+    { echo "FAIL: examples/frame_scores.c does not build against the installed header"; exit 1; }
+  c=$("${clean[@]}" "$dest/frame_scores" videotestsrc "$dest/bright.safetensors" 16 3 cpu) ||
+    { echo "FAIL: the C example after install"; exit 1; }
+  py=$("${clean[@]}" /usr/bin/python3 "$src/examples/frame_scores.py" videotestsrc \
+    "$dest/bright.safetensors" --frames 3 --backend cpu) ||
+    { echo "FAIL: the Python example after install"; exit 1; }
+  [ "$c" = "$py" ] && [ "$(echo "$c" | wc -l)" = 3 ] ||
+    { echo "FAIL: the examples differ after install:"; echo "$c"; echo "$py"; exit 1; }
+  echo "installed: examples/frame_scores.c builds with pkg-config pingpong; it and the Python one read 3 frames' scores alike"
+  # Uninstalled as the README says: nothing of ours left, folders included.
+  ninja -C "$build" uninstall > /dev/null
+  trap 'rm -rf "$dest"' EXIT
+  left=$(find /usr/include/pingpong "/usr/lib/$(gcc -print-multiarch)/pingpong" \
+    /usr/bin/pingpong-* "$system_dir"/libgstpingpong* 2>/dev/null || true)
+  [ -z "$left" ] || { echo "FAIL: uninstall left:"; echo "$left"; exit 1; }
+  echo "uninstalled: no file or folder of ours left"
 fi
