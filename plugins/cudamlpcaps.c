@@ -2,12 +2,15 @@
 /* cudamlp's negotiation. The caps query answers with the frames the model
  * can take (rows: the width that gives its K; patches: the channel count
  * p·p·channels = K, and at least one whole patch), so videoconvert and
- * videoscale upstream pick a size that works. set_caps turns the caps into
+ * videoscale upstream pick a size that works; where the size is not
+ * upstream's to choose, with every frame it reads, so that set_caps
+ * refuses a size that does not fit saying why and what fits. set_caps turns the caps into
  * a frame layout, configures the engine (the plan from the cache where one
  * fits) and queues the output caps in order with the frames. */
 #include "cudamlpcaps.h"
 
 #include <gst/video/video.h>
+#include <math.h>
 
 #include "cudainput.h"
 #include "cudamlpcontext.h"
@@ -50,6 +53,20 @@ has_video(const GstCaps *caps)
   return FALSE;
 }
 
+/* Whether every structure of `caps` names one width and one height. */
+static gboolean
+size_is_fixed(const GstCaps *caps)
+{
+  for (guint i = 0; i < gst_caps_get_size(caps); i++) {
+    const GstStructure *s = gst_caps_get_structure(caps, i);
+    const GValue *w = gst_structure_get_value(s, "width"),
+                 *h = gst_structure_get_value(s, "height");
+    if (!w || !h || !G_VALUE_HOLDS_INT(w) || !G_VALUE_HOLDS_INT(h))
+      return FALSE;
+  }
+  return gst_caps_get_size(caps) > 0;
+}
+
 /* The frames this element takes, as far as `filter` allows. */
 static GstCaps *
 sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
@@ -60,12 +77,15 @@ sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
   const guint patch = self->settings.patch_size;
   GST_OBJECT_UNLOCK(self);
   const guint k = gst_cuda_mlp_model_inputs(self);
-  GstCaps *caps = pp_sink_caps(cuda_memory, color);
-  if (mapping == PP_MAPPING_PATCHES) {
-    GstCaps *whole = pp_caps_at_least(caps, patch, patch);
-    gst_caps_unref(caps);
-    caps = whole;
-  }
+  GstCaps *readable = pp_sink_caps(cuda_memory, color);
+  /* Without a filter the query is a link check (gst_parse's, an
+   * application's): any frame we read links, and set_caps refuses a size
+   * the model cannot take saying why, where a failed link says only
+   * "could not link". */
+  if (!filter)
+    return readable;
+  GstCaps *caps = mapping == PP_MAPPING_PATCHES ? pp_caps_at_least(readable, patch, patch)
+                                                : gst_caps_ref(readable);
   GstCaps *fitting = k ? pp_caps_for_inputs(caps, k, mapping, patch, color) : NULL;
   if (fitting && !has_video(fitting)) {
     /* No video frame at all gives the model its K: negotiation goes on,
@@ -73,16 +93,19 @@ sink_caps(GstCudaMlp *self, GstCaps *filter, gboolean cuda_memory)
     GST_INFO_OBJECT(self, "no video frame gives the model's K=%u with these settings", k);
     gst_clear_caps(&fitting);
   }
-  if (fitting) {
-    gst_caps_unref(caps);
-    caps = fitting;
+  /* The sizes that fit, so videoscale upstream picks one; but a size fixed
+   * upstream (a capsfilter's) that does not fit is taken, to be refused by
+   * set_caps saying why rather than by a bare "not-negotiated". */
+  GstCaps *both =
+      gst_caps_intersect_full(filter, fitting ? fitting : caps, GST_CAPS_INTERSECT_FIRST);
+  if (gst_caps_is_empty(both) && size_is_fixed(filter)) {
+    gst_caps_unref(both);
+    both = gst_caps_intersect_full(filter, readable, GST_CAPS_INTERSECT_FIRST);
   }
-  if (filter) {
-    GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref(caps);
-    caps = both;
-  }
-  return caps;
+  gst_clear_caps(&fitting);
+  gst_caps_unref(caps);
+  gst_caps_unref(readable);
+  return both;
 }
 
 /* Any raw video or tensors: frames the caps query steered away from
@@ -178,7 +201,8 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   gchar *msg = NULL;
   if (pp_plan_configure(self->engine, model, layout, self->active_slots, &plan, &outcome, &msg) <
       0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend."), ("%s", msg));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend: %s.", msg),
+                      ("%s", msg));
     g_clear_pointer(&msg, g_free);
     return FALSE;
   }
@@ -199,6 +223,53 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   return TRUE;
 }
 
+/* What would give the model its K, for frames laid out as `layout` (whose
+ * K the model refused): the width (rows) or the patch-size (patches). */
+static gchar *
+fitting_size(GstCudaMlp *self, const pp_frame_layout *layout, pp_mapping mapping)
+{
+  const guint k = gst_cuda_mlp_model_inputs(self), c = MAX(layout->channels, 1);
+  const gchar *channels = c == 1 ? "1 channel" : c == 3 ? "3 channels" : "4 channels";
+  if (k == 0 || k % c != 0)
+    return g_strdup_printf("; the model's K=%u is not a whole number of pixels of %s: "
+                           "color= picks the channels",
+                           k, channels);
+  if (mapping == PP_MAPPING_ROWS)
+    return g_strdup_printf("; with mapping=rows K is width × channels: frames %u pixels wide (K=%u "
+                           "÷ %s) fit, videoscale before cudamlp makes them so",
+                           k / c, k, channels);
+  const guint side = (guint) (sqrt((double) (k / c)) + 0.5);
+  if (side * side == k / c)
+    return g_strdup_printf("; with mapping=patches K is patch-size² × channels: patch-size=%u "
+                           "fits the model's K=%u",
+                           side, k);
+  return g_strdup_printf("; with mapping=patches K is patch-size² × channels, and the model's "
+                         "K=%u ÷ %s is no square: mapping=rows may be what it was trained on",
+                         k, channels);
+}
+
+/* Frames whose pixels are far from square were stretched on the way
+ * (videoscale fitting them to the model's K keeps the picture's shape in
+ * pixel-aspect-ratio): the model sees a distorted picture. */
+static void
+warn_if_stretched(GstCudaMlp *self, GstCaps *caps)
+{
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, caps) || info.par_n <= 0 || info.par_d <= 0)
+    return;
+  const double par = (double) info.par_n / info.par_d;
+  if (par >= 0.5 && par <= 2.0)
+    return;
+  GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                      ("Frames arrive stretched: %d×%d with pixel-aspect-ratio %d/%d (shown "
+                       "%.0f×%d), so the model sees the picture distorted. Something upstream "
+                       "(videoscale?) scaled them to fit the model's K; set the size with a "
+                       "capsfilter, or use mapping=patches, which takes any size.",
+                       info.width, info.height, info.par_n, info.par_d, info.width * par,
+                       info.height),
+                      ("caps %" GST_PTR_FORMAT, caps));
+}
+
 caps_outcome
 gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
 {
@@ -213,20 +284,17 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   gchar *msg = NULL;
   const pp_model *model = NULL;
   const gchar *hint = "";
+  g_autofree gchar *fits = NULL;
   if (pp_caps_are_cuda_memory(caps) && !gst_cuda_mlp_takes_cuda_memory(self))
     msg = g_strdup("frames in CUDA memory need backend=cuda, one device and a GPU");
   if (!msg && !pp_caps_to_layout(caps, mapping, patch, color, &layout, &fps_n, &fps_d, &msg) &&
       mapping == PP_MAPPING_PATCHES)
     hint = "; a smaller patch-size, or videoscale before cudamlp to make the frames larger, fits";
   else if (!msg && !(model = gst_cuda_mlp_model_for(self, layout.k, &msg)))
-    hint = mapping == PP_MAPPING_ROWS
-               ? "; with mapping=rows K is width × channels: videoscale before cudamlp picks a "
-                 "width that fits"
-               : "; with mapping=patches K is patch-size² × channels: set the patch-size the "
-                 "model was trained on";
+    hint = layout.kind == PP_LAYOUT_TENSOR ? "" : (fits = fitting_size(self, &layout, mapping));
   if (msg) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process frames of these caps."),
-                      ("%s%s (caps %" GST_PTR_FORMAT ")", msg, hint, caps));
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process these frames: %s%s.", msg, hint),
+                      ("caps %" GST_PTR_FORMAT, caps));
     g_clear_pointer(&msg, g_free);
     return CAPS_REFUSED;
   }
@@ -237,7 +305,12 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   self->layout = layout;
   self->model = model;
   if (!make_output_pool(self, model)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate output buffers."), (NULL));
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("Cannot allocate %u output buffers of %" G_GSIZE_FORMAT
+                       " bytes in pinned memory: fewer slots, or a smaller model output, needs "
+                       "less.",
+                       self->active_slots, (gsize) layout.n * model->o * sizeof(float)),
+                      (NULL));
     return CAPS_FAILED;
   }
   self->frame_duration =
@@ -246,6 +319,8 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   GST_INFO_OBJECT(self, "X is %u×%u, model %s (%s), %zu bytes per frame", layout.n, layout.k,
                   described, model->source, layout.frame_bytes);
 
+  if (layout.kind != PP_LAYOUT_TENSOR)
+    warn_if_stretched(self, caps);
   self->frames_out = gst_cuda_mlp_frames_out(self);
   GST_INFO_OBJECT(self, "pushing %s", self->frames_out ? "frames with scores" : "tensors");
   GstCaps *out_caps = self->frames_out ? gst_caps_copy(caps)

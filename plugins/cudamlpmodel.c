@@ -138,14 +138,21 @@ gst_cuda_mlp_model_start(GstCudaMlp *self)
     }
     g_mutex_unlock(&self->models.lock);
     if (!m) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot load the model '%s'.", s.path),
-                        ("%s", msg));
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot load the model: %s.", msg),
+                        ("model=%s", s.path));
       ok = FALSE;
     }
   } else {
     pp_model_desc desc;
-    if (!generated_desc(&s, 1, &desc, &msg)) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid model settings."), ("%s", msg));
+    if (generated_desc(&s, 1, &desc, &msg))
+      GST_ELEMENT_WARNING(
+          self, RESOURCE, SETTINGS,
+          ("No model file given: running generated weights, whose scores mean "
+           "nothing. Set model=FILE.safetensors (pingpong-export writes one)."),
+          ("generated from %s", s.layers ? "the layers property" : "hidden-sizes and outputs"));
+    else {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid model settings: %s.", msg),
+                        ("%s", msg));
       ok = FALSE;
     }
   }

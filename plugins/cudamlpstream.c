@@ -150,7 +150,9 @@ gst_cuda_mlp_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
   if (flow != GST_FLOW_OK)
     goto drop; /* EOS downstream, refused caps, an error: said once already */
   if (!pp_engine_is_configured(self->engine) || !self->output_pool) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("Got a buffer before any caps."));
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("A buffer came before any caps: upstream must send caps first."),
+                      ("no caps event before the first buffer"));
     set_srcresult(self, GST_FLOW_NOT_NEGOTIATED);
     flow = GST_FLOW_NOT_NEGOTIATED;
     goto drop;
@@ -322,7 +324,9 @@ gst_cuda_mlp_loop(GstPad *pad)
   pp_engine_release(self->engine, item.ticket);
 
   if (item.status < 0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Processing a frame failed."),
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                      ("Processing a frame failed on the %s backend: %s.",
+                       pp_engine_backend_name(self->engine), item.message),
                       ("%s backend: %s", pp_engine_backend_name(self->engine), item.message));
     gst_buffer_unref(input);
     gst_buffer_unref(output);

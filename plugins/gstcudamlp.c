@@ -61,7 +61,8 @@ backend_options(GstCudaMlp *self, pp_backend_options *options, gboolean *prewake
   self->active_slots = self->settings.slots;
   GST_OBJECT_UNLOCK(self);
   if (device_error) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid device-id."), ("%s", device_error));
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid device-id: %s.", device_error),
+                      ("%s", device_error));
     return FALSE;
   }
   options->completion = pp_completion_resolve(options->completion);
@@ -88,7 +89,8 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   pp_backend *backend = NULL;
   gchar *msg = NULL, *note = NULL;
   if (pp_backend_open(&options, NULL, NULL, &backend, &note, &msg) < 0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot start the compute backend."), ("%s", msg));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot start the compute backend: %s.", msg),
+                      ("%s", msg));
     g_clear_pointer(&msg, g_free);
     return FALSE;
   }

@@ -55,9 +55,10 @@ post_write_error(GstUringSink *self, int err)
                        self->file.location),
                       ("writing to \"%s\": %s", self->file.location, g_strerror(err)));
   else
-    GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
-                      ("Error while writing to file \"%s\".", self->file.location),
-                      ("%s", g_strerror(err)));
+    GST_ELEMENT_ERROR(
+        self, RESOURCE, WRITE,
+        ("Error while writing to file \"%s\": %s.", self->file.location, g_strerror(err)),
+        ("%s", g_strerror(err)));
 }
 
 /* Waits for the oldest write in flight and lets its buffer go. */
@@ -105,7 +106,8 @@ queue_write(GstUringSink *self, GstBuffer *buffer)
   }
   GstMapInfo map;
   if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, (NULL), ("Cannot map a buffer."));
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                      ("Cannot read a buffer to write: its memory could not be mapped."), (NULL));
     return GST_FLOW_ERROR;
   }
   if (map.size == 0) {
@@ -172,7 +174,8 @@ gst_uring_sink_event(GstBaseSink *bsink, GstEvent *event)
     gchar *msg = NULL;
     if (ok && want_fsync && pp_io_sync(self->file.io, &msg) < 0) {
       GST_ELEMENT_ERROR(self, RESOURCE, SYNC,
-                        ("Error while writing to file \"%s\".", self->file.location), ("%s", msg));
+                        ("Error while writing to file \"%s\": %s.", self->file.location, msg),
+                        ("%s", msg));
       ok = FALSE;
     }
     g_clear_pointer(&msg, g_free);

@@ -82,16 +82,16 @@ post_open_error(GstElement *element, const gchar *location, gboolean reading, in
   const gchar *how = reading ? "reading" : "writing";
   if (rc == -ENOENT && reading)
     GST_ELEMENT_ERROR(element, RESOURCE, NOT_FOUND,
-                      ("Could not open file \"%s\" for %s.", location, how), ("%s", msg));
+                      ("Could not open file \"%s\" for %s: %s.", location, how, msg), ("%s", msg));
   else if (rc == -EISDIR)
-    GST_ELEMENT_ERROR(element, RESOURCE, OPEN_READ_WRITE, ("\"%s\" is a directory.", location),
-                      ("%s", msg));
+    GST_ELEMENT_ERROR(element, RESOURCE, OPEN_READ_WRITE,
+                      ("\"%s\" is a directory: set location to a file.", location), ("%s", msg));
   else if (reading)
     GST_ELEMENT_ERROR(element, RESOURCE, OPEN_READ,
-                      ("Could not open file \"%s\" for reading.", location), ("%s", msg));
+                      ("Could not open file \"%s\" for reading: %s.", location, msg), ("%s", msg));
   else
     GST_ELEMENT_ERROR(element, RESOURCE, OPEN_WRITE,
-                      ("Could not open file \"%s\" for writing.", location), ("%s", msg));
+                      ("Could not open file \"%s\" for writing: %s.", location, msg), ("%s", msg));
 }
 
 gboolean
@@ -106,7 +106,9 @@ gst_pp_uring_file_open(GstPpUringFile *f, GstElement *element, pp_io_options opt
   GST_OBJECT_UNLOCK(element);
   if (!location || !*location) {
     GST_ELEMENT_ERROR(element, RESOURCE, NOT_FOUND,
-                      ("No file name specified for %s.", reading ? "reading" : "writing"), (NULL));
+                      ("No file name specified for %s: set the location property.",
+                       reading ? "reading" : "writing"),
+                      (NULL));
     return FALSE;
   }
   g_autofree gchar *msg = NULL;

@@ -8,13 +8,14 @@ GST_DEBUG_CATEGORY_EXTERN(gst_uring_src_debug);
 #define GST_CAT_DEFAULT gst_uring_src_debug
 
 /* The first failure is posted; the reads in flight behind it fail alike. */
-#define READ_ERROR(r, debug_args)                                                                  \
+#define READ_ERROR(r, reason, debug_args)                                                          \
   G_STMT_START                                                                                     \
   {                                                                                                \
     if (!(r)->failed) {                                                                            \
       (r)->failed = TRUE;                                                                          \
       GST_ELEMENT_ERROR((r)->src, RESOURCE, READ,                                                  \
-                        ("Could not read from file \"%s\".", (r)->file->location), debug_args);    \
+                        ("Could not read from file \"%s\": %s.", (r)->file->location, reason),     \
+                        debug_args);                                                               \
     }                                                                                              \
   }                                                                                                \
   G_STMT_END
@@ -88,9 +89,11 @@ pool_buffer(GstUringReader *r, guint size, GstBuffer **out)
     flow = *out ? GST_FLOW_OK : GST_FLOW_ERROR;
   }
   if (flow == GST_FLOW_OK && gst_buffer_get_size(*out) < size) {
-    GST_ELEMENT_ERROR(r->src, RESOURCE, FAILED, (NULL),
-                      ("Buffers of %" G_GSIZE_FORMAT " bytes cannot take reads of %u",
-                       gst_buffer_get_size(*out), size));
+    GST_ELEMENT_ERROR(r->src, RESOURCE, FAILED,
+                      ("The buffer pool downstream offers buffers of %" G_GSIZE_FORMAT
+                       " bytes, too small for reads of %u: a smaller blocksize fits.",
+                       gst_buffer_get_size(*out), size),
+                      (NULL));
     r->failed = TRUE;
     gst_clear_buffer(out);
     flow = GST_FLOW_ERROR;
@@ -158,8 +161,9 @@ read_ahead(GstUringReader *r)
     if (rc < 0) {
       drop_read(req);
       gst_pp_ring_unpush(&r->file->requests);
-      READ_ERROR(r, ("queuing a read of %u bytes at %" G_GUINT64_FORMAT ": %s", len, r->read_pos,
-                     GST_PP_ERRNO_TEXT(rc)));
+      READ_ERROR(r, GST_PP_ERRNO_TEXT(rc),
+                 ("queuing a read of %u bytes at %" G_GUINT64_FORMAT ": %s", len, r->read_pos,
+                  GST_PP_ERRNO_TEXT(rc)));
       return GST_FLOW_ERROR;
     }
     r->read_pos += r->block;
@@ -167,7 +171,8 @@ read_ahead(GstUringReader *r)
   }
   const int rc = prepared ? pp_io_flush(r->file->io) : 0;
   if (rc < 0) {
-    READ_ERROR(r, ("submitting %u reads: %s", prepared, GST_PP_ERRNO_TEXT(rc)));
+    READ_ERROR(r, GST_PP_ERRNO_TEXT(rc),
+               ("submitting %u reads: %s", prepared, GST_PP_ERRNO_TEXT(rc)));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
@@ -194,7 +199,8 @@ gst_uring_reader_next(GstUringReader *r, guint64 offset, GstBuffer **out)
   drop_read(req);
   if (result < 0) {
     gst_buffer_unref(buffer);
-    READ_ERROR(r, ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
+    READ_ERROR(r, g_strerror(-result),
+               ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
     return GST_FLOW_ERROR;
   }
   if (result == 0) { /* the end of the file, or the stream's writer closed */
@@ -246,7 +252,8 @@ gst_uring_reader_exact(GstUringReader *r, guint64 offset, guint size, GstBuffer 
   if (rc < 0) {
     gst_uring_reader_cancel(r);
     READ_ERROR(
-        r, ("reading %u bytes at %" G_GUINT64_FORMAT ": %s", want, offset, GST_PP_ERRNO_TEXT(rc)));
+        r, GST_PP_ERRNO_TEXT(rc),
+        ("reading %u bytes at %" G_GUINT64_FORMAT ": %s", want, offset, GST_PP_ERRNO_TEXT(rc)));
     return GST_FLOW_ERROR;
   }
   req = gst_pp_ring_pop(&r->file->requests);
@@ -256,7 +263,8 @@ gst_uring_reader_exact(GstUringReader *r, guint64 offset, guint size, GstBuffer 
   drop_read(req);
   if (result < 0) {
     gst_buffer_unref(buffer);
-    READ_ERROR(r, ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
+    READ_ERROR(r, g_strerror(-result),
+               ("read at %" G_GUINT64_FORMAT ": %s", offset, g_strerror(-result)));
     return GST_FLOW_ERROR;
   }
   const gsize got = (gsize) result > skip ? MIN((gsize) result - skip, want) : 0;

@@ -50,20 +50,25 @@ test_harness_finish(GstHarness *h, GstBus *bus)
 gchar *
 test_bus_text(GstBus *bus, GstMessageType type)
 {
-  GstMessage *msg = gst_bus_pop_filtered(bus, type);
-  if (!msg)
-    return NULL;
-  GError *err = NULL;
-  gchar *debug = NULL;
-  if (type == GST_MESSAGE_ERROR)
-    gst_message_parse_error(msg, &err, &debug);
-  else
-    gst_message_parse_warning(msg, &err, &debug);
-  gchar *text = g_strdup_printf("%s | %s", err->message, debug ? debug : "");
-  g_error_free(err);
-  g_free(debug);
-  gst_message_unref(msg);
-  return text;
+  GString *text = NULL;
+  GstMessage *msg;
+  while ((msg = gst_bus_pop_filtered(bus, type))) {
+    GError *err = NULL;
+    gchar *debug = NULL;
+    if (type == GST_MESSAGE_ERROR)
+      gst_message_parse_error(msg, &err, &debug);
+    else
+      gst_message_parse_warning(msg, &err, &debug);
+    if (!text)
+      text = g_string_new(NULL);
+    else
+      g_string_append_c(text, '\n');
+    g_string_append_printf(text, "%s | %s", err->message, debug ? debug : "");
+    g_error_free(err);
+    g_free(debug);
+    gst_message_unref(msg);
+  }
+  return text ? g_string_free(text, FALSE) : NULL;
 }
 
 /* A hand-made 3→4→2 model (0.weight 4×3, 2.weight 2×4) in a temporary file. */

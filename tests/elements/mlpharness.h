@@ -15,7 +15,7 @@ GstElement *test_make_mlp(const char *backend, const char *first_property, ...);
 GstHarness *test_harness_for(GstElement *element, GstBus **bus);
 /* Tears both down; messages left on the bus would hold the element. */
 void test_harness_finish(GstHarness *h, GstBus *bus);
-/* The next ERROR or WARNING on `bus` as "message | debug", or NULL. */
+/* Every ERROR (or WARNING) on `bus`, one per line as "message | debug", or NULL. */
 gchar *test_bus_text(GstBus *bus, GstMessageType type);
 /* A hand-made 3→4→2 model (0.weight 4×3, 2.weight 2×4) in a temporary file,
  * cut 10 bytes short with `truncate`; the path, for the caller to unlink. */

@@ -5,8 +5,9 @@
  * wait in slots — each run many times through gst_parse_launch and handled
  * as gst-launch does (the first error or EOS, then NULL). Every run must end
  * the expected way within a few seconds, reach NULL, say why in one error
- * from the element at fault, and deliver the frames it delivers in order and
- * none after the one that failed.
+ * from the element at fault (the reason in the error's message, what an
+ * application shows, not only in its debug text), and deliver the frames it
+ * delivers in order and none after the one that failed.
  *
  * PP_TEST_ENDINGS_RUNS sets the runs of the caps and downstream-EOS cases
  * (200 unless set); the others run a tenth as often. Slot counts 1 to 4
@@ -47,7 +48,7 @@ typedef struct {
    * frames reach `appsink name=out` where the case has one. */
   const char *desc;
   ending_kind ends;
-  const char *error_has;   /* in the error's text, where one is expected */
+  const char *error_has;   /* in the error's message, where one is expected */
   const char *at_fault;    /* element that posts it (default "mlp") */
   gboolean many;           /* a caps or downstream-EOS case: full runs */
   gint sink_eos_after;     /* `out` returns EOS after this many (-1 never) */
@@ -108,12 +109,19 @@ static const ending endings[] = {
     .frames_exactly = 6, .frames_at_most = -1, .feed = { { 64, 64, 6 }, { 8, 8, 3 } } },
   { "K of the frame is not the model's",
     APPSRC " ! " MLP " layers=\"linear(64,8),relu,linear(8,1)\" ! appsink name=out sync=false",
-    ENDS_ERROR, "takes 64 inputs", .many = TRUE, .sink_eos_after = -1, .frames_exactly = 0,
-    .frames_at_most = -1, .feed = { { 8, 8, 3 } } },
+    ENDS_ERROR, "frames 64 pixels wide (K=64 ÷ 1 channel) fit", .many = TRUE, .sink_eos_after = -1,
+    .frames_exactly = 0, .frames_at_most = -1, .feed = { { 8, 8, 3 } } },
+  { "K of the patch is not the model's",
+    "videotestsrc num-buffers=3 ! video/x-raw,format=GRAY8,width=8,height=8 ! " MLP
+    " layers=\"linear(64,8),relu,linear(8,1)\" mapping=patches patch-size=4 ! appsink name=out"
+    " sync=false",
+    ENDS_ERROR, "patch-size=8 fits the model's K=64", .many = TRUE, .sink_eos_after = -1,
+    .frames_exactly = 0, .frames_at_most = -1 },
   { "fixed caps the model cannot take",
     "videotestsrc num-buffers=3 ! video/x-raw,format=GRAY8,width=8,height=8 ! " MLP
-    " mapping=patches patch-size=16 ! fakesink",
-    ENDS_REFUSED_LINK, "can't handle caps", .many = TRUE },
+    " mapping=patches patch-size=16 ! appsink name=out sync=false",
+    ENDS_ERROR, "holds no whole 16×16 patch", .many = TRUE, .sink_eos_after = -1,
+    .frames_exactly = 0, .frames_at_most = -1 },
 
   /* Settings refused at start. */
   { "hidden-sizes=0", "videotestsrc num-buffers=3 ! " GRAY64 " ! " MLP " hidden-sizes=0 ! fakesink",
@@ -124,7 +132,14 @@ static const ending endings[] = {
     ENDS_REFUSED_START, "linear(9,1)", .sink_eos_after = -1 },
   { "model file missing",
     "videotestsrc num-buffers=3 ! " GRAY64 " ! " MLP " model={dir}/none.safetensors ! fakesink",
-    ENDS_REFUSED_START, "none.safetensors", .sink_eos_after = -1 },
+    ENDS_REFUSED_START, "No such file or directory", .sink_eos_after = -1 },
+  { "device-id not a number",
+    "videotestsrc num-buffers=3 ! " GRAY64 " ! " MLP " device-id=x ! fakesink", ENDS_REFUSED_START,
+    "give a device number", .sink_eos_after = -1 },
+  { "layers with an unknown module",
+    "videotestsrc num-buffers=3 ! " GRAY64 " ! " MLP " layers=\"linear(64,8),foo,linear(8,1)\""
+    " ! fakesink",
+    ENDS_REFUSED_START, "unknown module 'foo'", .sink_eos_after = -1 },
   { "model path a FIFO",
     "videotestsrc num-buffers=3 ! " GRAY64 " ! " MLP " model={dir}/fifo.safetensors ! fakesink",
     ENDS_REFUSED_START, "not a regular file", .sink_eos_after = -1 },
@@ -157,7 +172,16 @@ static const ending endings[] = {
 
   /* The io_uring elements. */
   { "uringsrc: no such file", "uringsrc name=src location={dir}/none ! fakesink",
-    ENDS_REFUSED_START, "none", .at_fault = "src", .sink_eos_after = -1, .needs = "uringsrc" },
+    ENDS_REFUSED_START, "No such file or directory", .at_fault = "src", .sink_eos_after = -1,
+    .needs = "uringsrc" },
+  { "uringsrc: a folder", "uringsrc name=src location={dir} ! fakesink", ENDS_REFUSED_START,
+    "is a directory", .at_fault = "src", .sink_eos_after = -1, .needs = "uringsrc" },
+  { "uringsrc: no location", "uringsrc name=src ! fakesink", ENDS_REFUSED_START,
+    "set the location property", .at_fault = "src", .sink_eos_after = -1, .needs = "uringsrc" },
+  { "uringsrc: direct=true, blocksize 1000",
+    "uringsrc name=src location={dir}/frames direct=true blocksize=1000 ! fakesink",
+    ENDS_REFUSED_START, "multiple of 4096 bytes", .at_fault = "src", .sink_eos_after = -1,
+    .needs = "uringsrc" },
   { "uringsink: no such folder",
     "videotestsrc num-buffers=3 ! uringsink name=sink location={dir}/no/out", ENDS_REFUSED_START,
     "no/out", .at_fault = "sink", .sink_eos_after = -1, .needs = "uringsink" },
@@ -166,8 +190,13 @@ static const ending endings[] = {
     .frames_at_most = -1, .needs = "uringsink" },
   { "uringsrc's caps refused downstream",
     "uringsrc name=src location={dir}/frames caps=video/x-raw,format=GRAY8,width=8,height=8,"
-    "framerate=30/1 ! " MLP " mapping=patches patch-size=16 ! fakesink",
-    ENDS_REFUSED_START, "width 8, where it takes [ 16", .at_fault = "src", .sink_eos_after = -1,
+    "framerate=30/1 ! " MLP " mapping=patches patch-size=16 ! appsink name=out sync=false",
+    ENDS_ERROR, "holds no whole 16×16 patch", .sink_eos_after = -1, .frames_exactly = 0,
+    .frames_at_most = -1, .needs = "uringsrc" },
+  { "uringsrc's caps refused by a capsfilter",
+    "uringsrc name=src location={dir}/frames caps=video/x-raw,format=GRAY8,width=8,height=8,"
+    "framerate=30/1 ! video/x-raw,width=16 ! fakesink",
+    ENDS_REFUSED_START, "width 8, where it takes 16", .at_fault = "src", .sink_eos_after = -1,
     .needs = "uringsrc" },
   { "uringsrc, identity eos-after=2",
     "uringsrc location={dir}/frames blocksize=4096 ! identity eos-after=2 ! appsink name=out"
@@ -248,6 +277,17 @@ error_from(GstMessage *msg, const char *element)
 {
   return GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR &&
          g_str_equal(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), element);
+}
+
+/* What an application shows: the message alone. */
+static gchar *
+error_message(GstMessage *msg)
+{
+  GError *err = NULL;
+  gst_message_parse_error(msg, &err, NULL);
+  gchar *text = g_strdup(err->message);
+  g_error_free(err);
+  return text;
 }
 
 static gchar *
@@ -388,7 +428,7 @@ run_once(run_state *r, const char *dir)
       fail_msg("%s: run %u: expected an error from %s, got %s from %s", e->name, run, at_fault,
                text, GST_OBJECT_NAME(GST_MESSAGE_SRC(end)));
     }
-    g_autofree gchar *text = error_text(end);
+    g_autofree gchar *text = error_message(end);
     expect_error_text(e, text);
   }
   const guint first_error = error_from(end, at_fault);

@@ -165,7 +165,7 @@ test_errors(void **state)
   g_autofree char *in = path_of("in3.bin");
   g_free(make_file(in, 100000));
   gchar *error = test_run_pipeline("uringsrc location=/nonexistent/file ! fakesink", NULL);
-  assert_non_null(strstr(error, "Could not open file \"/nonexistent/file\" for reading."));
+  assert_non_null(strstr(error, "Could not open file \"/nonexistent/file\" for reading: "));
   assert_non_null(strstr(error, "No such file or directory"));
   g_free(error);
   g_autofree gchar *dir_desc = g_strdup_printf("uringsrc location=%s ! fakesink", dir);
