@@ -270,6 +270,28 @@ warn_if_stretched(GstCudaMlp *self, GstCaps *caps)
                       ("caps %" GST_PTR_FORMAT, caps));
 }
 
+static gboolean
+is_tensors(GstCaps *caps)
+{
+  return gst_structure_has_name(gst_caps_get_structure(caps, 0), "other/tensors");
+}
+
+/* Tensors whose innermost dimensions multiply to the model's K (NNStreamer's
+ * C:W:H:N) are read as samples of those, and the element says so. */
+static void
+read_tensor_dimensions(GstCudaMlp *self, GstCaps *caps, pp_frame_layout *layout, gchar **msg)
+{
+  const GstStructure *s = gst_caps_get_structure(caps, 0);
+  guint grouped;
+  if (!pp_tensor_layout(s, gst_cuda_mlp_model_inputs(self), layout, &grouped, msg) || grouped == 1)
+    return;
+  GST_ELEMENT_INFO(self, STREAM, FORMAT,
+                   ("Read tensors of dimensions %s as %u samples of K=%u: the innermost %u "
+                    "dimensions (NNStreamer's C:W:H) make one sample.",
+                    gst_structure_get_string(s, "dimensions"), layout->n, layout->k, grouped),
+                   (NULL));
+}
+
 caps_outcome
 gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
 {
@@ -288,10 +310,15 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   if (pp_caps_are_cuda_memory(caps) && !gst_cuda_mlp_takes_cuda_memory(self))
     msg = g_strdup("frames in CUDA memory need backend=cuda, one device and a GPU");
   if (!msg && !pp_caps_to_layout(caps, mapping, patch, color, &layout, &fps_n, &fps_d, &msg) &&
-      mapping == PP_MAPPING_PATCHES)
+      mapping == PP_MAPPING_PATCHES && !is_tensors(caps))
     hint = "; a smaller patch-size, or videoscale before cudamlp to make the frames larger, fits";
-  else if (!msg && !(model = gst_cuda_mlp_model_for(self, layout.k, &msg)))
-    hint = layout.kind == PP_LAYOUT_TENSOR ? "" : (fits = fitting_size(self, &layout, mapping));
+  else if (!msg && is_tensors(caps))
+    read_tensor_dimensions(self, caps, &layout, &msg);
+  if (!msg && !(model = gst_cuda_mlp_model_for(self, layout.k, &msg)))
+    hint = layout.kind == PP_LAYOUT_TENSOR
+               ? "; tensor dimensions are read as K:N, or as C:W:H:N where the innermost ones "
+                 "multiply to the model's K"
+               : (fits = fitting_size(self, &layout, mapping));
   if (msg) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot process these frames: %s%s.", msg, hint),
                       ("caps %" GST_PTR_FORMAT, caps));

@@ -36,35 +36,51 @@ pixel_format(GstVideoFormat format, pp_pixel_format *out)
 }
 
 gboolean
-pp_parse_tensor_dimensions(const gchar *dims, guint *k, guint *n)
+pp_parse_tensor_dimensions(const gchar *dims, guint want_k, guint *k, guint *n, guint *grouped)
 {
   g_auto(GStrv) parts = g_strsplit(dims, ":", -1);
   const guint rank = g_strv_length(parts);
-  guint64 rows = 1;
+  guint64 value[16], inner = 1, outer = 1;
   if (rank < 1 || rank > 16)
     return FALSE;
-  for (guint i = 0; i < rank; i++) {
-    guint64 value;
-    if (!g_ascii_string_to_unsigned(g_strstrip(parts[i]), 10, 1, G_MAXUINT32, &value, NULL))
+  for (guint i = 0; i < rank; i++)
+    if (!g_ascii_string_to_unsigned(g_strstrip(parts[i]), 10, 1, G_MAXUINT32, &value[i], NULL))
       return FALSE;
-    if (i == 0)
-      *k = value;
-    else
-      rows *= value;
-    if (rows > G_MAXUINT32)
+  /* K is the first dimension, or as many innermost ones as multiply to
+   * want_k (NNStreamer's C:W:H:N: an image of C·W·H values per sample). */
+  guint j = 1;
+  for (guint64 product = value[0]; want_k && product != want_k && j < rank && product < want_k;)
+    product *= value[j++];
+  for (guint i = 0; i < rank; i++) {
+    guint64 *side = i < j ? &inner : &outer;
+    *side *= value[i];
+    if (*side > G_MAXUINT32)
       return FALSE;
   }
-  *n = rows;
+  if (want_k && inner != want_k) {
+    j = 1;
+    inner = value[0];
+    outer = 1;
+    for (guint i = 1; i < rank; i++)
+      outer *= value[i];
+    if (outer > G_MAXUINT32)
+      return FALSE;
+  }
+  *k = (guint) inner;
+  *n = (guint) outer;
+  *grouped = j;
   return TRUE;
 }
 
-static gboolean
-tensor_layout(const GstStructure *s, pp_frame_layout *layout, gchar **msg)
+gboolean
+pp_tensor_layout(const GstStructure *s, guint want_k, pp_frame_layout *layout, guint *grouped,
+                 gchar **msg)
 {
   const gchar *types = gst_structure_get_string(s, "types");
   const gchar *dims = gst_structure_get_string(s, "dimensions");
   gint num_tensors = 1;
   guint k, n;
+  *grouped = 1;
   gst_structure_get_int(s, "num_tensors", &num_tensors);
   if (num_tensors != 1) {
     *msg = g_strdup_printf("%d tensors per buffer; cudamlp takes exactly one", num_tensors);
@@ -74,8 +90,9 @@ tensor_layout(const GstStructure *s, pp_frame_layout *layout, gchar **msg)
     *msg = g_strdup_printf("tensor type '%s'; cudamlp takes float32", types ? types : "(none)");
     return FALSE;
   }
-  if (!dims || !pp_parse_tensor_dimensions(dims, &k, &n)) {
-    *msg = g_strdup_printf("tensor dimensions '%s' are not K:N[:1:1] positive integers",
+  if (!dims || !pp_parse_tensor_dimensions(dims, want_k, &k, &n, grouped)) {
+    *msg = g_strdup_printf("tensor dimensions '%s' are not K:N[:1:1] or C:W:H:N positive "
+                           "integers",
                            dims ? dims : "(none)");
     return FALSE;
   }
@@ -181,8 +198,10 @@ pp_caps_to_layout(GstCaps *caps, pp_mapping mapping, guint patch, pp_color color
   *fps_d = 1;
   gst_structure_get_fraction(s, "framerate", fps_n, fps_d);
 
-  if (gst_structure_has_name(s, "other/tensors"))
-    return tensor_layout(s, layout, msg);
+  if (gst_structure_has_name(s, "other/tensors")) {
+    guint grouped;
+    return pp_tensor_layout(s, 0, layout, &grouped, msg);
+  }
 
   GstVideoInfo info;
   pp_pixel_format format;

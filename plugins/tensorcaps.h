@@ -63,9 +63,17 @@ GstCaps *pp_caps_for_outputs(guint outputs, guint n, gint fps_n, gint fps_d);
 /* `caps` with video frames at least `width`×`height` (a whole patch). */
 GstCaps *pp_caps_at_least(GstCaps *caps, guint width, guint height);
 
-/* Parses NNStreamer's "d0:d1:..." (innermost first) into K = d0 and
- * N = d1·d2·…; FALSE if malformed. */
-gboolean pp_parse_tensor_dimensions(const gchar *dims, guint *k, guint *n);
+/* Parses NNStreamer's "d0:d1:..." (innermost first) into K and N: K = d0
+ * and N = d1·d2·… (K:N), or, where want_k is the product of the innermost
+ * few (C:W:H:N, an image per sample), K = want_k and N the product of the
+ * rest; `grouped` says how many dimensions K took. FALSE if malformed. */
+gboolean pp_parse_tensor_dimensions(const gchar *dims, guint want_k, guint *k, guint *n,
+                                    guint *grouped);
+
+/* The layout of float32 other/tensors caps' structure `s`, K read for a
+ * model of K = want_k (0: the first dimension). */
+gboolean pp_tensor_layout(const GstStructure *s, guint want_k, pp_frame_layout *layout,
+                          guint *grouped, gchar **msg);
 
 G_END_DECLS
 

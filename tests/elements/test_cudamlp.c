@@ -308,6 +308,34 @@ test_tensor_input(void **state)
   test_harness_finish(h, bus);
 }
 
+/* NNStreamer's C:W:H:N: the innermost dimensions that multiply to the
+ * model's K make one sample, and the element says so. */
+static void
+test_tensor_input_cwhn(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 5);
+  GstBus *bus;
+  GstHarness *h =
+      test_harness_for(make_mlp("layers", "linear(45,33), linear(33,4), relu", NULL), &bus);
+  gst_harness_set_src_caps_str(h, "other/tensors,format=static,num_tensors=1,types=float32,"
+                                  "dimensions=(string)3:5:3:7,framerate=10/1");
+  pp_model *model = generated(45, 33, 4, PP_HIDDEN_AUTO);
+  for (int i = 0; i < 4; i++)
+    push_tensor_and_check(h, model, &rng);
+  pp_model_free(model);
+  GstMessage *info = gst_bus_pop_filtered(bus, GST_MESSAGE_INFO);
+  assert_non_null(info);
+  GError *err = NULL;
+  gst_message_parse_info(info, &err, NULL);
+  if (!strstr(err->message, "3:5:3:7 as 7 samples of K=45"))
+    fail_msg("the element said \"%s\"", err->message);
+  g_error_free(err);
+  gst_message_unref(info);
+  test_harness_finish(h, bus);
+}
+
 static void
 test_caps_change_midstream(void **state)
 {
@@ -553,6 +581,7 @@ main(int argc, char **argv)
     cmocka_unit_test(test_every_format_and_mapping),
     cmocka_unit_test(test_rgb_and_bgr_agree),
     cmocka_unit_test(test_tensor_input),
+    cmocka_unit_test(test_tensor_input_cwhn),
     cmocka_unit_test(test_generated_layers),
     cmocka_unit_test(test_caps_change_midstream),
     cmocka_unit_test(test_events_stay_in_order),

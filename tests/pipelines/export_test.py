@@ -53,6 +53,42 @@ class Wrapped(nn.Module):
         return self.encoder(x)
 
 
+class ClassStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 5)
+        self.drop = nn.Dropout(0.1)
+        self.fc2 = nn.Linear(5, 2)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc2(self.drop(nn.functional.relu(self.fc1(x)))))
+
+
+class Scaled(ClassStyle):
+    def forward(self, x):
+        return self.fc2(self.fc1(x) * 2)
+
+
+class Softmaxed(ClassStyle):
+    def forward(self, x):
+        return nn.functional.softmax(self.fc2(self.fc1(x)), dim=-1)
+
+
+class TwoInputs(ClassStyle):
+    def forward(self, x, y):
+        return self.fc2(self.fc1(x))
+
+
+class Split(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(6, 5), nn.GELU())
+        self.dec = nn.Sequential(nn.Linear(5, 3), nn.Tanh(), nn.Linear(3, 1))
+
+    def forward(self, x):
+        return self.dec(self.enc(x))
+
+
 class TwoHeads(nn.Module):
     def __init__(self):
         super().__init__()
@@ -62,22 +98,37 @@ class TwoHeads(nn.Module):
 
 with tempfile.TemporaryDirectory() as d:
     tmp = Path(d)
-    # Nested: names keep the attribute's prefix, the description its slope.
+    # Traced through forward: each Linear named by its position in the
+    # description, the description keeping its slope.
     text = EXPORT["export"](Wrapped(), tmp / "w.safetensors")
     h = header(tmp / "w.safetensors")
     check("nested module", text == "linear(6,5), leaky_relu(0.3), linear(5,2)", text)
     check("metadata key", h["__metadata__"]["pingpong.layers"] == text, str(h["__metadata__"]))
     check("tensor names", sorted(k for k in h if k != "__metadata__") ==
-          ["encoder.0.bias", "encoder.0.weight", "encoder.2.bias", "encoder.2.weight"], str(h))
+          ["0.bias", "0.weight", "2.bias", "2.weight"], str(h))
     m = Wrapped()
     EXPORT["export"](m, tmp / "w16.safetensors", dtype=torch.bfloat16)
     loaded = load_file(str(tmp / "w16.safetensors"))
-    check("dtype", loaded["encoder.0.weight"].dtype == torch.bfloat16)
-    check("values", torch.equal(loaded["encoder.2.weight"],
+    check("dtype", loaded["0.weight"].dtype == torch.bfloat16)
+    check("values", torch.equal(loaded["2.weight"],
                                 m.encoder[2].weight.detach().to(torch.bfloat16)))
-    # Choosing among several Sequentials.
-    text = EXPORT["export"](TwoHeads(), tmp / "b.safetensors", module="b")
+    # An nn.Sequential named by --module keeps its names; what is left out is said.
+    notes = []
+    text = EXPORT["export"](TwoHeads(), tmp / "b.safetensors", module="b", notes=notes)
     check("--module", text == "linear(4,3), tanh, linear(3,1)", text)
+    check("--module names", sorted(k for k in header(tmp / "b.safetensors") if k != "__metadata__")
+          == ["b.0.bias", "b.0.weight", "b.2.bias", "b.2.weight"])
+    check("--module says what is left out", notes == ["exported 'b' only; left out of it: a.0"],
+          str(notes))
+    # Models as people write them, traced: functions in forward, Dropout.
+    text = EXPORT["export"](ClassStyle(), tmp / "c.safetensors")
+    check("class-style forward", text == "linear(6,5), relu, linear(5,2), sigmoid", text)
+    check("class-style names", sorted(k for k in header(tmp / "c.safetensors")
+                                      if k != "__metadata__") ==
+          ["0.bias", "0.weight", "2.bias", "2.weight"])
+    text = EXPORT["export"](Split(), tmp / "s.safetensors")
+    check("two Sequentials, traced whole", text == "linear(6,5), gelu, linear(5,3), tanh, "
+          "linear(3,1)", text)
     # Every GELU form and Identity.
     text = EXPORT["describe"](nn.Sequential(nn.Linear(3, 3), nn.GELU(), nn.Identity(),
                                             nn.Linear(3, 3), nn.GELU(approximate="tanh"),
@@ -88,15 +139,20 @@ with tempfile.TemporaryDirectory() as d:
     refuses("unsupported module", nn.Sequential(nn.Linear(3, 3), nn.Softmax(dim=1)),
             "module 1 (1: Softmax) is not supported")
     nested = Wrapped()
-    nested.encoder.append(nn.Dropout())
-    refuses("unsupported nested", nested, "module 3 (encoder.3: Dropout) is not supported")
+    nested.encoder.append(nn.Softmax(dim=1))
+    refuses("unsupported nested", nested, "forward's step 'encoder.3' (Softmax) is not supported")
     refuses("two activations", nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Tanh()),
             "module 2 (tanh): a second activation after Linear layer 1")
     refuses("activation first", nn.Sequential(nn.ReLU(), nn.Linear(3, 3)),
             "module 0 (relu) comes before any Linear layer")
     refuses("too deep", nn.Sequential(*[nn.Linear(2, 2) for _ in range(9)]),
             "has 9 Linear layers; cudamlp runs 1 to 8")
-    refuses("ambiguous", TwoHeads(), "holds 2 nn.Sequential modules (a, b)")
+    refuses("a step that is not a layer", Scaled(), "forward's step 'mul' (call_function "
+            "_operator.mul) is not something cudamlp runs")
+    refuses("a function that is not an activation", Softmaxed(),
+            "forward's step 'softmax' (call_function torch.nn.functional.softmax)")
+    refuses("two inputs", TwoInputs(), "forward takes more than one input ('y')")
+    refuses("not traceable", TwoHeads(), "cannot trace TwoHeads.forward")
     refuses("not a Sequential", Wrapped(), "is a Linear, not an nn.Sequential", module="encoder.0")
 
     # The command line, on a module saved whole.
@@ -138,6 +194,50 @@ with tempfile.TemporaryDirectory() as d:
                               "--layers", layers], capture_output=True, text=True)
         check(what, run.returncode == 1 and needle in run.stderr and "Traceback" not in run.stderr,
               run.stderr)
+
+    # A class-style state_dict ("fc1", "fc2": no indices) in its own order.
+    torch.save(ClassStyle().state_dict(), tmp / "csd.pt")
+    run = subprocess.run([sys.executable, str(TOOL), str(tmp / "csd.pt"), str(tmp / "csd.st"),
+                          "--layers", "linear, relu, linear, sigmoid"], capture_output=True,
+                         text=True)
+    check("class-style state_dict", run.returncode == 0 and sorted(load_file(str(tmp / "csd.st")))
+          == ["0.bias", "0.weight", "2.bias", "2.weight"], run.stdout + run.stderr)
+    # A whole module whose class the exporter cannot import: what to do instead.
+    (tmp / "mk.py").write_text(
+        "import torch\nclass Mine(torch.nn.Sequential):\n    pass\n"
+        f"torch.save(Mine(torch.nn.Linear(3, 1)), {str(tmp / 'mine.pt')!r})\n")
+    subprocess.run([sys.executable, str(tmp / "mk.py")], check=True)
+    run = subprocess.run([sys.executable, str(TOOL), str(tmp / "mine.pt"), str(tmp / "x")],
+                         capture_output=True, text=True)
+    check("pickled class not importable", run.returncode == 1 and "state_dict" in run.stderr and
+          "--layers" in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr)
+    # ONNX: torch.onnx's file of a class-style model, and one it cannot run.
+    try:
+        import onnx  # noqa: F401
+        have_onnx = True
+    except ImportError:
+        have_onnx = False
+        print("skipped: ONNX (no onnx package here)")
+    if have_onnx:
+        model = ClassStyle().eval()
+        torch.onnx.export(model, torch.randn(2, 6), str(tmp / "c.onnx"), input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "n"}})
+        run = subprocess.run([sys.executable, str(TOOL), str(tmp / "c.onnx"),
+                              str(tmp / "c_onnx.st")], capture_output=True, text=True)
+        check("ONNX", run.returncode == 0 and "linear(6,5), relu, linear(5,2), sigmoid" in
+              run.stdout, run.stdout + run.stderr)
+        loaded = load_file(str(tmp / "c_onnx.st")) if run.returncode == 0 else {}
+        check("ONNX weights", loaded and torch.equal(loaded["2.weight"], model.fc2.weight.detach()))
+        torch.onnx.export(Softmaxed(), torch.randn(2, 6), str(tmp / "s.onnx"))
+        run = subprocess.run([sys.executable, str(TOOL), str(tmp / "s.onnx"), str(tmp / "x")],
+                             capture_output=True, text=True)
+        check("ONNX refusal", run.returncode == 1 and "(Softmax) is not something cudamlp runs"
+              in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr)
+        (tmp / "junk.onnx").write_bytes(b"not protobuf at all")
+        run = subprocess.run([sys.executable, str(TOOL), str(tmp / "junk.onnx"), str(tmp / "x")],
+                             capture_output=True, text=True)
+        check("ONNX unreadable", run.returncode == 1 and "cannot read" in run.stderr and
+              len(run.stderr.strip().splitlines()) == 1, run.stderr)
 
     # Inputs it cannot read: one line each.
     (tmp / "junk.pt").write_bytes(b"not a pickle")

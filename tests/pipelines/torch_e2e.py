@@ -37,14 +37,18 @@ def mlp(k, d, o, hidden_relu):
     return torch.nn.Sequential(*layers)
 
 
+def linears(model):
+    """The model's Linear layers, in the order its forward runs them here."""
+    return [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+
+
 def magnitude(model, x):
     """The Linear layers on |weights| and |x|: bounds each output's rounding."""
     h = x.abs()
-    for layer in model:
-        if isinstance(layer, torch.nn.Linear):
-            h = h @ layer.weight.abs().T
-            if layer.bias is not None:
-                h = h + layer.bias.abs()
+    for layer in linears(model):
+        h = h @ layer.weight.abs().T
+        if layer.bias is not None:
+            h = h + layer.bias.abs()
     return h
 
 
@@ -63,7 +67,9 @@ def to_samples(pixels, mapping, patch):
 
 def run(tmp, name, fmt, width, height, channels, mapping, patch, k, d, o, hidden_relu, frames=6,
         model=None, save="plain", layers=None, dtype=None):
-    """`save`: "plain" (save_file, no description), "export" (pingpong-export)."""
+    """`save`: "plain" (save_file, no description), "export" (pingpong-export on
+    the module), "state_dict" (pingpong-export on its state_dict with `layers`),
+    "onnx" (torch.onnx.export, then pingpong-export on the file)."""
     torch.manual_seed(zlib.crc32(name.encode()))
     model = copy.deepcopy(model) if model is not None else mlp(k, d, o, hidden_relu)
     rng = np.random.default_rng(7)
@@ -71,8 +77,9 @@ def run(tmp, name, fmt, width, height, channels, mapping, patch, k, d, o, hidden
     x = to_samples(pixels, mapping, patch)
     # Centre the last layer on these frames so about half the outputs pass
     # a final ReLU: a check of mostly zeros would prove little.
-    last = max(i for i, m in enumerate(model) if isinstance(m, torch.nn.Linear))
-    if model[last].bias is not None:
+    sequential = isinstance(model, torch.nn.Sequential)
+    last = max(i for i, m in enumerate(model) if isinstance(m, torch.nn.Linear)) if sequential else 0
+    if sequential and model[last].bias is not None:
         with torch.no_grad():
             pre = model[:last + 1](x.to(torch.float32))
             model[last].bias -= pre.reshape(-1, o).median(dim=0).values
@@ -81,6 +88,13 @@ def run(tmp, name, fmt, width, height, channels, mapping, patch, k, d, o, hidden
     model_path = tmp / f"{name}.safetensors"
     if save == "export":
         EXPORT["export"](model, model_path)
+    elif save == "state_dict":
+        EXPORT["export_state_dict"](model.state_dict(), model_path, layers)
+        layers = None
+    elif save == "onnx":
+        torch.onnx.export(model, x[0, :2].to(torch.float32), str(tmp / f"{name}.onnx"),
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "n"}})
+        EXPORT["export_onnx"](str(tmp / f"{name}.onnx"), model_path)
     else:
         save_file(model.state_dict(), str(model_path))
     raw = tmp / f"{name}.raw"
@@ -116,6 +130,32 @@ def run(tmp, name, fmt, width, height, channels, mapping, patch, k, d, o, hidden
     return err <= TOL and active > 0.2 and not np.isnan(out).any()
 
 
+class ClassStyle(torch.nn.Module):
+    """The most common hand-written MLP: attributes and a functional forward."""
+
+    def __init__(self, k, d, o):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(k, d)
+        self.fc2 = torch.nn.Linear(d, d // 2)
+        self.out = torch.nn.Linear(d // 2, o)
+
+    def forward(self, x):
+        return self.out(torch.nn.functional.silu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class TwoParts(torch.nn.Module):
+    """An encoder and a head, each an nn.Sequential."""
+
+    def __init__(self, k, d, o):
+        super().__init__()
+        self.encoder = torch.nn.Sequential(torch.nn.Linear(k, d), torch.nn.GELU())
+        self.head = torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.Tanh(),
+                                        torch.nn.Linear(d, o))
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -143,6 +183,21 @@ def main():
                               nn.Linear(96, 31), nn.LeakyReLU(0.1), nn.Linear(31, 1), nn.ReLU())
         ok &= run(tmp, "rgb_mixed", "rgb", 40, 28, 3, "patches", 8, 192, 0, 1, False,
                   model=mixed, save="export")
+        # Models as people write them: a class with a functional forward, a
+        # model split over two Sequentials, its state_dict, and ONNX files
+        # torch.onnx wrote (GELU and SiLU as their ONNX subgraphs).
+        torch.manual_seed(2)
+        ok &= run(tmp, "class_style", "rgb", 40, 28, 3, "patches", 8, 192, 0, 2, False,
+                  model=ClassStyle(192, 40, 2), save="export")
+        ok &= run(tmp, "two_sequentials", "gray8", 64, 48, 1, "rows", 16, 64, 0, 3, False,
+                  model=TwoParts(64, 24, 3), save="export")
+        ok &= run(tmp, "class_state_dict", "rgb", 40, 28, 3, "patches", 8, 192, 0, 2, False,
+                  model=ClassStyle(192, 40, 2), save="state_dict",
+                  layers="linear, relu, linear, silu, linear")
+        ok &= run(tmp, "class_onnx", "rgb", 40, 28, 3, "patches", 8, 192, 0, 2, False,
+                  model=ClassStyle(192, 40, 2), save="onnx")
+        ok &= run(tmp, "two_sequentials_onnx", "gray8", 64, 48, 1, "rows", 16, 64, 0, 3, False,
+                  model=TwoParts(64, 24, 3), save="onnx")
     sys.exit(0 if ok else 1)
 
 
