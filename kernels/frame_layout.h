@@ -38,8 +38,8 @@ typedef enum {
  * samples live and the colour matrix, so any 8-bit 4:2:0, 4:2:2 or 4:4:4
  * layout is one description. Chroma is upsampled linearly between the two
  * (or four) nearest chroma samples, placed where the caps' chroma-site puts
- * them (MPEG-2: on even luma columns, between luma rows), edges clamped:
- * what videoconvert does by default. */
+ * them (MPEG-2: on even luma columns, between luma rows), edges clamped
+ * (docs/elements.md states the steps; tests/elements/test_yuv.c holds them). */
 typedef struct {
   uint32_t offset[3]; /* Y, U, V: byte of the component's sample (0, 0) */
   uint32_t stride[3]; /* bytes per row of the component's plane */

@@ -72,8 +72,10 @@ DEFINE_ENUM(gst_cuda_mlp_tuning_get_type, "GstCudaMlpTuning",
 
 DEFINE_ENUM(gst_cuda_mlp_color_get_type, "GstCudaMlpColor",
             { PP_COLOR_RGB,
-              "R,G,B in [0, 1] (YUV frames converted by the caps' colorimetry, chroma interpolated "
-              "linearly at the caps' chroma-site, as videoconvert does)",
+              "R,G,B in [0, 1]; YUV frames converted by the caps' colorimetry (its range, and "
+              "its matrix's Kr and Kb: BT.601, BT.709, BT.2020), chroma interpolated bilinearly "
+              "between the nearest samples at the caps' chroma-site, edges clamped (the exact "
+              "steps are in docs/elements.md)",
               "rgb" },
             { PP_COLOR_LUMA,
               "Luma alone: Y/255, or (Y-16)/219 for limited range (YUV or GRAY8; only the luma "

@@ -307,6 +307,61 @@ compare_with_videoconvert(const char *model, const char *format, const char *pat
   }
 }
 
+/* The conversion itself, pixel by pixel: every YUV format in BT.601 and
+ * BT.709, limited and full range, through the identity model on 1×1
+ * patches (each sample a pixel's R, G, B), within 1/255 of the float64
+ * reference of what docs/elements.md states. Odd sizes: the last chroma
+ * column and row are clamped edges. */
+static void
+test_conversion_within_one_level(void **state)
+{
+  (void) state;
+  enum { W = 66, H = 51 };
+  g_autofree gchar *model = write_identity_model();
+  static const char *const formats[] = { "NV12", "NV21", "I420", "YV12", "YUY2", "UYVY" };
+  static const char *const colorimetries[] = { "bt601", "1:4:0:0", "bt709", "1:3:5:1" };
+  test_rng rng;
+  test_rng_seed(&rng, seed + 1);
+  for (size_t f = 0; f < G_N_ELEMENTS(formats); f++)
+    for (size_t c = 0; c < G_N_ELEMENTS(colorimetries); c++) {
+      g_autofree gchar *caps =
+          g_strdup_printf("video/x-raw,format=%s,width=%d,height=%d,colorimetry=%s,framerate=30/1",
+                          formats[f], W, H, colorimetries[c]);
+      g_autofree gchar *props =
+          g_strdup_printf("model=%s mapping=patches patch-size=1 color=rgb", model);
+      GstVideoInfo info;
+      GstCaps *parsed = gst_caps_from_string(caps);
+      assert_true(gst_video_info_from_caps(&info, parsed));
+      gst_caps_unref(parsed);
+      GstHarness *h = harness(caps, props);
+      GstBuffer *in = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&info), NULL);
+      GstMapInfo map;
+      gst_buffer_map(in, &map, GST_MAP_WRITE);
+      test_rng_fill_bytes(&rng, map.data, map.size);
+      uint32_t n, k;
+      float *want = reference_x(&info, map.data, 1, 3, &n, &k);
+      gst_buffer_unmap(in, &map);
+      assert_int_equal(gst_harness_push(h, in), GST_FLOW_OK);
+      GstBuffer *out = gst_harness_pull(h);
+      GstMapInfo got;
+      gst_buffer_map(out, &got, GST_MAP_READ);
+      assert_int_equal(got.size, (gsize) n * k * sizeof(float));
+      double worst = 0;
+      for (size_t i = 0; i < (size_t) n * k; i++)
+        worst = fmax(worst, fabs(((const float *) got.data)[i] - want[i]));
+      gst_buffer_unmap(out, &got);
+      gst_buffer_unref(out);
+      g_free(want);
+      gst_harness_teardown(h);
+      g_printerr("  %-4s %-8s largest |ours - reference| = %.2e (x255: %.4f)\n", formats[f],
+                 colorimetries[c], worst, worst * 255);
+      if (!(worst <= 1.0 / 255))
+        fail_msg("%s %s: a pixel differs from the reference by %.3f/255", formats[f],
+                 colorimetries[c], worst * 255);
+    }
+  g_unlink(model);
+}
+
 static void
 test_same_picture_as_videoconvert(void **state)
 {
@@ -424,6 +479,7 @@ main(int argc, char **argv)
     return 77;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_every_yuv_format),
+    cmocka_unit_test(test_conversion_within_one_level),
     cmocka_unit_test(test_same_picture_as_videoconvert),
     cmocka_unit_test(test_decodebin_links_without_converter),
     cmocka_unit_test(test_luma_refuses_rgb),
