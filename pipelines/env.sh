@@ -6,9 +6,47 @@ PP_BUILD=${PP_BUILD:-$here/../build}
 if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$PP_BUILD/plugins" ]; then
   export GST_PLUGIN_PATH=$PP_BUILD/plugins
 fi
-# Print cudamlp's stats message (posted at EOS) from gst-launch -m output.
+# Print cudamlp's stats message (posted at EOS) from gst-launch -m output,
+# one field a line ("frames: 300"), nested structures (each device's
+# figures, the start-up's) indented, as GStreamer itself parses them.
 pp_print_stats() {
-  grep -o 'application/x-cudamlp-stats.*' | sed 's/, /\n  /g'
+  grep -o 'application/x-cudamlp-stats.*' | /usr/bin/python3 -c '
+import sys
+import warnings
+import gi
+gi.require_version("Gst", "1.0")
+from gi.repository import Gst
+Gst.init(None)
+warnings.simplefilter("ignore", DeprecationWarning)  # GValueArray, all GStreamer gives
+
+def show(s, indent):
+    for i in range(s.n_fields()):
+        name = s.nth_field_name(i)
+        if s.get_field_type(name).name == "GstValueArray":
+            ok, items = s.get_array(name)
+            print(f"{indent}{name}:")
+            for item in [items.get_nth(j) for j in range(items.n_values)] if ok else []:
+                if isinstance(item, Gst.Structure):
+                    print(f"{indent}  {item.get_name()}:")
+                    show(item, indent + "    ")
+                else:
+                    print(f"{indent}  {item}")
+            continue
+        value = s.get_value(name)
+        if isinstance(value, Gst.Structure):
+            print(f"{indent}{name}:")
+            show(value, indent + "  ")
+        else:
+            print(f"{indent}{name}: {value}")
+
+for line in sys.stdin:
+    s = Gst.Structure.from_string(line.strip())[0]
+    if s is None:
+        print(line.rstrip())
+        continue
+    print(s.get_name())
+    show(s, "  ")
+'
 }
 # gst-launch-1.0 for the pipelines with cudamlp: pingpong-launch takes the
 # same -m, -v, -q and -e and ends at the first error, where gst-launch-1.0

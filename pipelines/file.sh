@@ -45,7 +45,7 @@ case "$in" in
     stats=$(echo "$log" | pp_print_stats)
     echo "$stats"
     echo "$log" | grep -o 'mlp.GstPad:sink: caps = .*' | head -1
-    frames=$(echo "$stats" | sed -n 's/^ *frames=(guint64)\([0-9]*\).*/\1/p' | head -1)
+    frames=$(echo "$stats" | sed -n 's/^  frames: \([0-9]*\).*/\1/p' | head -1)
     rows=$(echo "$log" | grep -o 'mlp.GstPad:sink: caps = .*' | head -1 |
       sed -n 's/.*height=(int)\([0-9]*\).*/\1/p')
     got=$(stat -c %s "$out")
