@@ -65,6 +65,35 @@ compare_index(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* A file of more Linear layers than are supported: how many, and the
+ * tensors of the first and last by index (the file lists its tensors by
+ * name, where "16.weight" comes before "2.weight"). */
+static int
+too_many_layers(const pp_safetensors *st, const char *source, char **msg)
+{
+  GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+  long lo = G_MAXLONG, hi = -1;
+  const char *first = NULL, *last = NULL;
+  for (size_t i = 0; i < st->n_tensors; i++) {
+    char *prefix;
+    long index;
+    gboolean is_bias;
+    if (!split_name(st->tensors[i].name, &prefix, &index, &is_bias))
+      continue;
+    g_free(prefix);
+    g_hash_table_add(seen, GSIZE_TO_POINTER((gsize) index));
+    if (index < lo || (index == lo && !is_bias))
+      lo = index, first = st->tensors[i].name;
+    if (index > hi || (index == hi && !is_bias))
+      hi = index, last = st->tensors[i].name;
+  }
+  const guint n = g_hash_table_size(seen);
+  g_hash_table_destroy(seen);
+  return fail(msg, source,
+              "the file holds %u Linear layers ('%s' to '%s'); at most %d are supported", n, first,
+              last, PP_MAX_LAYERS);
+}
+
 /* The file's Linear layers in index order. */
 static int
 find_layers(const pp_safetensors *st, const char *source, linear_layer layers[PP_MAX_LAYERS],
@@ -99,8 +128,7 @@ find_layers(const pp_safetensors *st, const char *source, linear_layer layers[PP
         layer = &layers[l];
     if (!layer) {
       if (n_layers == PP_MAX_LAYERS)
-        return fail(msg, source, "tensor '%s' belongs to a Linear layer past the %d supported",
-                    t->name, PP_MAX_LAYERS);
+        return too_many_layers(st, source, msg);
       layer = &layers[n_layers++];
       *layer = (linear_layer){ .index = index };
     }

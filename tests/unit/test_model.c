@@ -361,6 +361,18 @@ test_missing_and_extra_tensors(void **state)
       "{" W0 "," B0
       ",\"net.2.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[64,96]}}",
       96, "different modules");
+  /* Nine layers of a Sequential with activations between (indices 0, 2,
+   * ..., 16), listed by name as a file lists them: all nine counted, the
+   * first and last named by index, not by where the name sorts. */
+  GString *json = g_string_new("{");
+  for (int i = 0; i < 9; i++)
+    g_string_append_printf(json,
+                           "%s\"%d.weight\":{\"dtype\":\"F32\",\"shape\":[1,1],"
+                           "\"data_offsets\":[%d,%d]}",
+                           i ? "," : "", 16 - 2 * i, 4 * i, 4 * i + 4);
+  g_string_append(json, "}");
+  expect_json_error(json->str, 36, "holds 9 Linear layers ('0.weight' to '16.weight'); at most 8");
+  g_string_free(json, TRUE);
 }
 
 static void
