@@ -17,7 +17,8 @@
  *   pipeline's running time now minus the buffer's running time (its PTS in
  *   its segment); with a live source in the same pipeline, the frame's
  *   whole round trip. p50/p99/max printed at the end, without the first
- *   --warmup N buffers (0): a receiver configures on its first frame.
+ *   --warmup N buffers (0): a receiver configures on its first frame. A
+ *   pipeline with no live source has no such latency: it says so instead.
  * - --latency-log FILE: with --latency, one line per buffer: its index,
  *   and when it was made (base time + its running time) and when it came
  *   back, in ns of the host's monotonic clock, the clock of cudamlp's
@@ -420,19 +421,27 @@ main(int argc, char **argv)
     g_timeout_add(250, check_idle, &l);
   g_unix_signal_add(SIGINT, on_interrupt, &l);
   GstElement *server = wait_client ? named(&l, wait_client) : NULL;
+  GstStateChangeReturn paused = GST_STATE_CHANGE_SUCCESS;
   if (wait_client && !server)
     return 2;
   if (server) {
     /* PAUSED first: a live source sends nothing, a file-like one prerolls
      * its first frame into the sink, which sends it at PLAYING. */
     g_signal_connect(server, "client-added", G_CALLBACK(on_client_added), &l);
-    if (gst_element_set_state(l.pipeline, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE) {
+    paused = gst_element_set_state(l.pipeline, GST_STATE_PAUSED);
+    if (paused != GST_STATE_CHANGE_FAILURE) {
       fprintf(stderr, "waiting for the receiver to connect to %s\n", wait_client);
       g_main_loop_run(l.loop);
     }
     gst_object_unref(server);
   }
-  if (l.status != 0 ||
+  /* A live pipeline does not preroll; without a live source a buffer's
+   * running time says when it was read, not made: --latency is then no
+   * latency. */
+  if (!server && l.status == 0)
+    paused = gst_element_set_state(l.pipeline, GST_STATE_PAUSED);
+  const gboolean live = paused == GST_STATE_CHANGE_NO_PREROLL;
+  if (l.status != 0 || paused == GST_STATE_CHANGE_FAILURE ||
       gst_element_set_state(l.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
     /* The error message on the bus says why. */
     l.status = 1;
@@ -450,7 +459,12 @@ main(int argc, char **argv)
 
   if (count)
     printf("count %s: %" G_GUINT64_FORMAT "\n", count, l.counted);
-  if (l.latencies_us && l.latencies_us->len) {
+  if (l.latencies_us && l.latencies_us->len && !live) {
+    printf("latency %s: not measured: the pipeline has no live source, so a buffer's running "
+           "time is when it was read, not made; use a live source (a camera, the network, "
+           "is-live=true)\n",
+           latency);
+  } else if (l.latencies_us && l.latencies_us->len) {
     g_array_sort(l.latencies_us, compare_doubles);
     printf("latency %s: frames %u after %" G_GUINT64_FORMAT
            ", p50 %.0f µs, p99 %.0f µs, max %.0f µs\n",
