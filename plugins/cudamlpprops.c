@@ -39,7 +39,7 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       "upload, compute and download all overlap)",
       1, PP_MAX_SLOTS, DEFAULT_SLOTS, CONFIG_FLAGS);
   props[PROP_MAPPING] =
-      g_param_spec_enum("mapping", "Mapping", "How a video frame becomes the N×K input matrix X",
+      g_param_spec_enum("mapping", "Mapping", "How a video frame becomes the N x K input matrix X",
                         GST_TYPE_CUDA_MLP_MAPPING, DEFAULT_MAPPING, CONFIG_FLAGS);
   props[PROP_PATCH_SIZE] = g_param_spec_uint(
       "patch-size", "Patch size",
@@ -116,7 +116,7 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
   props[PROP_PREWAKE] = g_param_spec_boolean(
       "prewake", "Pre-wake",
       "When frames come at a steady pace, the thread that pushes results wakes shortly before "
-      "each is due and watches for it awake (up to ~100 µs of a core per frame), so a live "
+      "each is due and watches for it awake (up to ~100 us of a core per frame), so a live "
       "frame's result is not late by a sleeping thread's wake-up. Off where no core may spin",
       DEFAULT_PREWAKE, CONFIG_FLAGS);
   props[PROP_TRACE_FILE] = g_param_spec_string(

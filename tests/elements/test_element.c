@@ -229,6 +229,53 @@ test_state_cycles_with_frames_in_flight(void **state)
   gst_object_unref(pipeline);
 }
 
+static gboolean
+is_ascii(const gchar *text)
+{
+  for (const guchar *c = (const guchar *) text; c && *c; c++)
+    if (*c > 0x7e)
+      return FALSE;
+  return TRUE;
+}
+
+/* What gst-inspect-1.0 prints of every element of ours (details,
+ * properties, enum values) is plain ASCII: a C or POSIX locale shows UTF-8
+ * as '?'. */
+static void
+test_inspect_text_is_ascii(void **state)
+{
+  (void) state;
+  static const char *const factories[] = { "cudamlp", "scoreoverlay", "uringsrc", "uringsink" };
+  for (size_t f = 0; f < G_N_ELEMENTS(factories); f++) {
+    GstElement *e = gst_element_factory_make(factories[f], NULL);
+    if (!e)
+      continue; /* uringsrc, uringsink: built with liburing only */
+    GstElementFactory *factory = gst_element_get_factory(e);
+    static const char *const keys[] = { GST_ELEMENT_METADATA_LONGNAME,
+                                        GST_ELEMENT_METADATA_DESCRIPTION,
+                                        GST_ELEMENT_METADATA_KLASS };
+    for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
+      if (!is_ascii(gst_element_factory_get_metadata(factory, keys[k])))
+        fail_msg("%s's %s is not ASCII", factories[f], keys[k]);
+    guint n;
+    GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
+    for (guint i = 0; i < n; i++) {
+      if (!is_ascii(g_param_spec_get_blurb(specs[i])) || !is_ascii(g_param_spec_get_nick(specs[i])))
+        fail_msg("%s's property %s: \"%s\" is not ASCII", factories[f], specs[i]->name,
+                 g_param_spec_get_blurb(specs[i]));
+      if (G_IS_PARAM_SPEC_ENUM(specs[i])) {
+        const GEnumClass *values = G_PARAM_SPEC_ENUM(specs[i])->enum_class;
+        for (guint v = 0; v < values->n_values; v++)
+          if (!is_ascii(values->values[v].value_name))
+            fail_msg("%s's property %s: value \"%s\" is not ASCII", factories[f], specs[i]->name,
+                     values->values[v].value_name);
+      }
+    }
+    g_free(specs);
+    gst_object_unref(e);
+  }
+}
+
 static void
 test_pipeline_runs_to_eos(void **state)
 {
@@ -261,6 +308,7 @@ main(int argc, char **argv)
     cmocka_unit_test(test_allocation_query_offers_pool),
     cmocka_unit_test(test_state_cycles_with_frames_in_flight),
     cmocka_unit_test(test_pipeline_runs_to_eos),
+    cmocka_unit_test(test_inspect_text_is_ascii),
     cmocka_unit_test(test_layers_errors_and_warning),
     cmocka_unit_test(test_backend_choice_without_gpu),
   };

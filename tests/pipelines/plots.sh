@@ -24,4 +24,13 @@ for png in fps-vs-slots latency timeline; do
   [ "$(head -c 4 "$f" | tail -c 3)" = PNG ] || { echo "$f is not a PNG"; exit 1; }
   [ "$(stat -c %s "$f")" -gt 10000 ] || { echo "$f is too small to hold a plot"; exit 1; }
 done
+# A second run into the same folder names only what it wrote; none says why.
+said=$("$python" "$root/tools/pingpong-plots" --trace "$out/traces/tiny-slots3.json" --out "$out/plots")
+[ "$said" = "wrote $out/plots/latency.png, $out/plots/timeline.png" ] ||
+  { echo "a trace-only run said: $said"; exit 1; }
+if said=$("$python" "$root/tools/pingpong-plots" --out "$out/plots" 2>&1); then
+  echo "no input, yet it succeeded: $said"; exit 1
+fi
+echo "$said" | grep -q "nothing to draw: give --bench and/or --trace" ||
+  { echo "no input: $said"; exit 1; }
 echo "plots drawn"
