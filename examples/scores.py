@@ -17,6 +17,7 @@ timestamp. The grid's shape comes from the frame size cudamlp was given.
 import argparse
 import os
 import sys
+import time
 
 try:
     import gi
@@ -39,7 +40,7 @@ def fail_on_error(bus):
         raise RuntimeError(f"{msg.src.get_name()}: {err.message}\n{debug}")
 
 
-def score(clip, model, patch_size=16, backend="auto"):
+def score(clip, model, patch_size=16, backend="auto", progress=None):
     Gst.init(None)
     pipeline = Gst.parse_launch(
         f'filesrc name=src ! decodebin ! videoconvert ! cudamlp name=mlp backend={backend} '
@@ -60,6 +61,8 @@ def score(clip, model, patch_size=16, backend="auto"):
             scores.append(np.frombuffer(info.data, dtype=np.float32).copy())
             buf.unmap(info)
             pts.append(buf.pts / Gst.SECOND)
+            if progress:
+                progress(len(scores), pts[-1])
         fail_on_error(bus)
         caps = pipeline.get_by_name("mlp").get_static_pad("sink").get_current_caps()
         video = caps.get_structure(0)
@@ -76,8 +79,17 @@ def main():
     parser.add_argument("--patch-size", type=int, default=16)
     parser.add_argument("--backend", default="auto", help="auto, cuda or cpu")
     args = parser.parse_args()
+    last = [time.monotonic()]
+
+    def progress(frames, seconds):
+        # A long clip takes a while: a line every 2 s says how far it is.
+        if time.monotonic() - last[0] >= 2:
+            last[0] = time.monotonic()
+            print(f"scores.py: {frames} frames scored, {seconds:.1f} s into the clip",
+                  file=sys.stderr, flush=True)
+
     try:
-        scores, pts = score(args.clip, args.model, args.patch_size, args.backend)
+        scores, pts = score(args.clip, args.model, args.patch_size, args.backend, progress)
     except (RuntimeError, gi.repository.GLib.Error) as e:
         sys.exit(f"scores.py: {e}")
     print(f"{len(scores)} frames, scores {scores.shape} ({scores.dtype}), "
