@@ -7,6 +7,8 @@
 #include <gst/gst.h>
 
 #include "cuda_timing.h"
+#include "frame.h"
+#include "model.h"
 
 typedef struct {
   const char *name, *caps, *mapping;
@@ -44,6 +46,28 @@ gboolean bench_time_stages(const workload *w, const element_setup *e, GstBuffer 
 gboolean bench_time_gpu(const element_setup *e, int device, const char *plan,
                         const pp_frame_layout *layout, pp_model *model, GstBuffer *frame,
                         stage_times *t, char **msg);
+
+/* The physical bound of a workload: each stage at the device's rates (its
+ * bytes over the measured copy bandwidth, its FLOPs over the arithmetic
+ * peak), and the period none of them lets a pipeline beat. */
+typedef struct {
+  double h2d_us, mlp_us, d2h_us, period_us;
+  const char *by; /* "H2D", "MLP" or "D2H" */
+} bench_bound_times;
+
+/* Pinned H2D and D2H bandwidth of `device`, bytes per µs (64 MiB copies,
+ * medians); FALSE with a line on stderr when it cannot time them. */
+gboolean bench_copy_bandwidth(int device, double *h2d_bytes_per_us, double *d2h_bytes_per_us);
+
+/* `device`'s dense arithmetic peak for `precision` (fp32, tf32, bf16,
+ * fp16), FLOPs per µs, from its SM count, clock and architecture; -1 when
+ * its properties cannot be read. */
+double bench_peak_flops_per_us(int device, const char *precision);
+
+/* The bound of `model` on frames laid out as `layout`: the bytes its planes
+ * hold in, N×O float32 out, 2·N·in·out FLOPs a layer. */
+void bench_bound(const pp_frame_layout *layout, const pp_model *model, double h2d_bytes_per_us,
+                 double d2h_bytes_per_us, double flops_per_us, bench_bound_times *b);
 
 /* The element's frame layout and model for `w`, as cudamlp makes them. */
 gboolean bench_workload_model(const workload *w, pp_frame_layout *layout, pp_model **model,
