@@ -44,10 +44,9 @@ case "$in" in
     end=$(date +%s.%N)
     stats=$(echo "$log" | pp_print_stats)
     echo "$stats"
-    echo "$log" | grep -o 'mlp.GstPad:sink: caps = .*' | head -1
-    frames=$(echo "$stats" | sed -n 's/^  frames: \([0-9]*\).*/\1/p' | head -1)
-    rows=$(echo "$log" | grep -o 'mlp.GstPad:sink: caps = .*' | head -1 |
-      sed -n 's/.*height=(int)\([0-9]*\).*/\1/p')
+    echo "$log" | grep -o 'mlp.GstPad:sink: caps = .*' | head -1 || true
+    frames=$(echo "$stats" | sed -n 's/^  frames: \([0-9]*\).*/\1/p')
+    rows=$(echo "$stats" | sed -n 's/^  samples: \([0-9]*\).*/\1/p')
     got=$(stat -c %s "$out")
     rate=$(awk -v f="$frames" -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", f / (b - a) }')
     echo "file pipeline (decodebin): $frames frames of $rows rows, $got bytes out" \

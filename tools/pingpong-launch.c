@@ -176,6 +176,22 @@ on_result(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* -v: a pad's caps as they are set, as gst-launch-1.0 -v prints them: from
+ * the bus (a property-notify watch), in order, on the main thread. */
+static void
+print_caps(GstMessage *msg)
+{
+  GstObject *object = NULL;
+  const GValue *value = NULL;
+  gst_message_parse_property_notify(msg, &object, NULL, &value);
+  if (!value || !GST_VALUE_HOLDS_CAPS(value) || !gst_value_get_caps(value))
+    return;
+  g_autofree gchar *path = gst_object_get_path_string(object);
+  g_autofree gchar *text = gst_caps_to_string(gst_value_get_caps(value));
+  printf("%s: caps = %s\n", path, text);
+  fflush(stdout);
+}
+
 static gboolean
 on_message(GstBus *bus, GstMessage *msg, gpointer data)
 {
@@ -196,6 +212,8 @@ on_message(GstBus *bus, GstMessage *msg, gpointer data)
     gst_message_parse_warning(msg, &err, NULL);
     fprintf(stderr, "WARNING from %s: %s\n", GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message);
     g_error_free(err);
+  } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_PROPERTY_NOTIFY) {
+    print_caps(msg);
   } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
     g_main_loop_quit(l->loop);
   } else if (l->messages && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ELEMENT) {
@@ -206,22 +224,6 @@ on_message(GstBus *bus, GstMessage *msg, gpointer data)
     fflush(stdout);
   }
   return G_SOURCE_CONTINUE;
-}
-
-/* -v: each pad's caps as they are set, as gst-launch-1.0 -v prints them. */
-static void
-on_caps(GstObject *pipeline, GstObject *object, GParamSpec *spec, gpointer data)
-{
-  (void) pipeline, (void) spec, (void) data;
-  GstCaps *caps = NULL;
-  g_object_get(object, "caps", &caps, NULL);
-  if (!caps)
-    return;
-  g_autofree gchar *path = gst_object_get_path_string(object);
-  g_autofree gchar *text = gst_caps_to_string(caps);
-  printf("%s: caps = %s\n", path, text);
-  fflush(stdout);
-  gst_caps_unref(caps);
 }
 
 /* Ctrl-C ends the stream cleanly: EOS from the sources, so --mark-end
@@ -397,7 +399,7 @@ main(int argc, char **argv)
     return 2;
   }
   if (verbose)
-    g_signal_connect(l.pipeline, "deep-notify::caps", G_CALLBACK(on_caps), NULL);
+    gst_element_add_property_deep_notify_watch(l.pipeline, "caps", TRUE);
   if (latency)
     l.latencies_us = g_array_new(FALSE, FALSE, sizeof(double));
   if (latency_log && !latency) {
