@@ -88,6 +88,28 @@ cudaError_t pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
                               pp_act hidden_act, const float *w1, const float *b1, pp_act out_act,
                               float *y, pp_fused_tile tile);
 
+/* ---- An MLP of any depth in one kernel, hidden layers ≤ 64 wide, O = 1 --
+ * Every layer's activations stay on chip (mlp_chain.cu). Layer 0 is read
+ * as the GEMM reads it (wt, in × ldw); the others as stored (w, out × in). */
+
+#define PP_CHAIN_MAX_D 64
+#define PP_MAX_CHAIN 8
+
+typedef struct {
+  const float *w;  /* out × in (layers after the first) */
+  const float *wt; /* in × ldw, zero past out (the first layer) */
+  const float *b;  /* NULL: no bias */
+  uint32_t in, out, ldw;
+  pp_act act;
+} pp_cuda_chain_layer;
+
+/* Whether a model of these layer widths runs as one chain kernel: 3 to 8
+ * layers, every hidden one 1..64 wide, one output. */
+bool pp_cuda_mlp_chain_fits(unsigned n_layers, const uint32_t *outs);
+
+cudaError_t pp_cuda_mlp_chain(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+                              const pp_cuda_chain_layer *layers, unsigned n_layers, float *y);
+
 /* ---- A frame's done signal ---------------------------------------------
  * When a kernel does a frame's whole work, its last block to finish writes
  * `seq` to `flag` (host memory the device can write: pinned and mapped)

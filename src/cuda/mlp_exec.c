@@ -4,7 +4,8 @@
  * bias/ReLU epilogue (our bias_act kernel after it for other activations,
  * our conversion kernel before a first layer of bytes); the split path's
  * exact TF32 pieces; the row-dot kernel for a last layer of few outputs; or
- * one kernel for a whole two-layer MLP. */
+ * one kernel for the whole MLP (two layers: fused or small; more, every
+ * hidden layer at most 64 wide: the chain kernel, also named fused). */
 #include "mlp_exec.h"
 
 #include <errno.h>
@@ -31,7 +32,8 @@ struct pp_mlp_exec {
   cudaStream_t setup;
   int32_t *h_koff, *d_koff; /* the reader's per-K offsets (frames of bytes) */
   pp_cuda_a reader;         /* at frame NULL: its kind and steps */
-  pp_fused_tile fused_tile;
+  pp_fused_tile fused_tile; /* two layers */
+  bool chain_fits;          /* more: every hidden layer on chip (mlp_chain) */
   const pp_lt_table *lt;
   void *lt_handle;
   layer_gemms gemms[PP_MAX_LAYERS];
@@ -65,6 +67,10 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, bool tf3
   e->setup = setup;
   e->tf32 = tf32;
   e->fused_tile = w->n_layers == 2 ? pp_cuda_fused_tile_for(w->layers[0].out) : PP_N_FUSED_TILES;
+  uint32_t outs[PP_MAX_LAYERS];
+  for (unsigned i = 0; i < w->n_layers; i++)
+    outs[i] = w->layers[i].out;
+  e->chain_fits = pp_cuda_mlp_chain_fits(w->n_layers, outs);
   int rc = 0;
   if (layout->kind != PP_LAYOUT_TENSOR) {
     e->h_koff = g_new(int32_t, layout->k);
@@ -148,7 +154,8 @@ pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
   const pp_gpu_weights *w = e->w;
   switch (path) {
     case PP_PATH_FUSED:
-      return w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES;
+      return (w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES) ||
+             e->chain_fits;
     case PP_PATH_SMALL:
       return w->n_layers == 2 && w->layers[0].out <= PP_SMALL_MAX_D &&
              w->layers[1].out <= PP_ROWDOT_MAX_O;
@@ -433,6 +440,15 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
   const pp_gpu_layer *l0 = &e->w->layers[0], *l1 = &e->w->layers[1];
   const pp_cuda_a x = frame_from(b, r);
   float *y = results_at(e, b, r);
+  if (plan->whole == PP_PATH_FUSED && e->w->n_layers > 2) {
+    pp_cuda_chain_layer chain[PP_MAX_LAYERS];
+    for (unsigned i = 0; i < e->w->n_layers; i++) {
+      const pp_gpu_layer *l = &e->w->layers[i];
+      chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
+    }
+    CUDA_CHECK(pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, chain, e->w->n_layers, y));
+    return 0;
+  }
   if (plan->whole == PP_PATH_FUSED) {
     CUDA_CHECK(pp_cuda_mlp_fused(stream, &x, r->n, e->layout.k, l0->wt, l0->ldw, l0->b, l0->out,
                                  l0->act, l1->w, l1->b, l1->act, y, e->fused_tile));

@@ -224,7 +224,9 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
     else
       rc = choose_layer(p, plan, i, msg);
   }
-  if (rc < 0 || n != 2)
+  /* A whole-MLP kernel: two layers (fused, small), or more whose hidden
+   * layers fit on chip (fused). */
+  if (rc < 0 || (n != 2 && !pp_mlp_exec_fits(p->exec, PP_PATH_FUSED, 0)))
     return rc;
   /* A whole-MLP kernel, if one fits and beats the chain. */
   double chain = 0, whole_us = -1;

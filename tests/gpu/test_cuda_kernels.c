@@ -220,6 +220,85 @@ test_fused_mlp(void **state)
   check_fused(&rng, "hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 256, 8, ID, RELU, true);
 }
 
+/* The chain kernel: an MLP of `n_layers` layers (widths `outs`, the last 1)
+ * in one kernel, against the float64 reference. Weights in ±1/√in so
+ * activations stay of order one through every layer. */
+static void
+check_chain(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
+            uint32_t n, uint32_t k, uint32_t patch, unsigned n_layers, const uint32_t *outs,
+            const pp_act *acts, bool bias)
+{
+  input in = make_input(rng, kind, format, n, k, patch);
+  n = in.layout.n;
+  k = in.layout.k;
+  pp_model *m = NULL;
+  assert_int_equal(pp_model_generate_layers(k, n_layers, outs, acts, &m), 0);
+  for (unsigned i = 0; i < n_layers; i++) {
+    pp_layer *l = &m->layers[i];
+    const float range = 1.5f / sqrtf((float) l->in);
+    test_rng_fill_floats(rng, l->w, (size_t) l->out * l->in, -range, range);
+    test_rng_fill_floats(rng, l->b, l->out, -0.5f, 0.5f);
+    if (!bias)
+      g_clear_pointer(&l->b, g_free);
+  }
+  assert_true(pp_cuda_mlp_chain_fits(n_layers, outs));
+  const pp_gpu_weights gw = upload_weights(m);
+  pp_cuda_chain_layer chain[PP_MAX_LAYERS];
+  for (unsigned i = 0; i < n_layers; i++) {
+    const pp_gpu_layer *l = &gw.layers[i];
+    chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
+  }
+  float *d_y = device_poisoned(n);
+  CHECK_CUDA(pp_cuda_mlp_chain(kc_stream, &in.a, n, k, chain, n_layers, d_y));
+  float *y = host_result(d_y, n);
+  double *ref = g_new(double, n), *mag = g_new(double, n);
+  test_reference_mlp(m, in.x, n, ref, mag);
+  g_autofree char *what = g_strdup_printf("chain %s %u×%u, %u layers", name, n, k, n_layers);
+  expect_close(what, y, ref, mag, n, true, PP_FP32_REL_TOL);
+  g_free(y), g_free(ref), g_free(mag);
+  cudaFree(d_y);
+  free_weights(&gw);
+  pp_model_free(m);
+  free_input(&in);
+}
+
+static void
+test_chain_mlp(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 7);
+  const pp_act R = RELU, G = { PP_ACT_GELU, 0 }, S = { PP_ACT_SILU, 0 }, T = { PP_ACT_TANH, 0 },
+               L = { PP_ACT_LEAKY_RELU, 0.1f }, Sg = { PP_ACT_SIGMOID, 0 },
+               Gt = { PP_ACT_GELU_TANH, 0 };
+  /* narrow's shape on bytes, ReLU between, none at the end. */
+  const uint32_t narrow[] = { 64, 64, 64, 64, 1 };
+  const pp_act narrow_acts[] = { R, R, R, R, ID };
+  check_chain(&rng, "narrow rgb patches", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8, 5, narrow,
+              narrow_acts, true);
+  /* Odd widths, no bias, every activation, floats in and rows of bytes. */
+  const uint32_t odd[] = { 45, 7, 64, 1 };
+  const pp_act odd_acts[] = { G, S, T, Sg };
+  check_chain(&rng, "f32 odd widths", PP_LAYOUT_TENSOR, 0, 1000, 777, 0, 4, odd, odd_acts, false);
+  const uint32_t three[] = { 33, 61, 1 };
+  const pp_act three_acts[] = { L, Gt, R };
+  check_chain(&rng, "gray8 rows", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 333, 300, 0, 3, three, three_acts,
+              true);
+  const uint32_t eight[] = { 64, 3, 64, 17, 1, 64, 50, 1 };
+  const pp_act eight_acts[] = { ID, R, G, S, T, L, Sg, ID };
+  check_chain(&rng, "bgra rows, eight layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8, eight,
+              eight_acts, true);
+  /* What does not fit: a hidden layer of 65, two outputs, two layers. */
+  const uint32_t wide[] = { 65, 8, 1 }, two_out[] = { 8, 8, 2 }, two[] = { 8, 1 };
+  assert_false(pp_cuda_mlp_chain_fits(3, wide));
+  assert_false(pp_cuda_mlp_chain_fits(3, two_out));
+  assert_false(pp_cuda_mlp_chain_fits(2, two));
+  if (quick)
+    return;
+  check_chain(&rng, "narrow hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 5, narrow,
+              narrow_acts, true);
+}
+
 /* mlp_small on every rows-per-block choice and hidden width class, with
  * ragged row counts (not a multiple of the rows per block), K past one
  * 256-input pass, several outputs, and every way of reading X; each with
@@ -432,6 +511,7 @@ main(void)
     cmocka_unit_test(test_gemm),
     cmocka_unit_test(test_gemm_activations),
     cmocka_unit_test(test_fused_mlp),
+    cmocka_unit_test(test_chain_mlp),
     cmocka_unit_test(test_small_mlp),
     cmocka_unit_test(test_rowdot),
     cmocka_unit_test(test_convert_and_bias_act),
