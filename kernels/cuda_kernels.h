@@ -89,8 +89,9 @@ cudaError_t pp_cuda_mlp_fused(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
                               float *y, pp_fused_tile tile);
 
 /* ---- An MLP of any depth in one kernel, hidden layers ≤ 64 wide, O = 1 --
- * Every layer's activations stay on chip (mlp_chain.cu). Layer 0 is read
- * as the GEMM reads it (wt, in × ldw); the others as stored (w, out × in). */
+ * Every layer on the tensor cores, its activations on chip (mlp_chain.cu).
+ * Layer 0 is read as the GEMM reads it (wt, in × ldw); the others as stored
+ * (w, out × in). */
 
 #define PP_CHAIN_MAX_D 64
 #define PP_MAX_CHAIN 8
@@ -107,8 +108,10 @@ typedef struct {
  * layers, every hidden one 1..64 wide, one output. */
 bool pp_cuda_mlp_chain_fits(unsigned n_layers, const uint32_t *outs);
 
+/* Exact FP32 as TF32 pieces, or TF32 itself where `tf32`. */
 cudaError_t pp_cuda_mlp_chain(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
-                              const pp_cuda_chain_layer *layers, unsigned n_layers, float *y);
+                              const pp_cuda_chain_layer *layers, unsigned n_layers, bool tf32,
+                              float *y);
 
 /* ---- A frame's done signal ---------------------------------------------
  * When a kernel does a frame's whole work, its last block to finish writes

@@ -1,125 +1,248 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* An MLP of any depth in one kernel when every hidden layer is at most 64
- * wide and O = 1: a block computes its 128 rows of the first layer with the
- * GEMM mainloop (the frame read through pp_cuda_a, converted in the load),
- * keeps them on chip, and runs each further layer from shared memory (its
- * activations transposed, a row group's four values one float4; the
- * layer's weights transposed beside them), the last as a row-dot reduced
- * across a row's lanes. No activation touches device memory and a frame is
- * one launch, where layer by layer it is one launch and one round trip per
- * layer. */
+/* The chain kernel: an MLP of 3 to 8 layers whose hidden layers are at
+ * most 64 wide and whose output is one value, in one launch, every layer
+ * on the tensor cores (mma.sync m16n8k8, TF32 inputs, FP32 accumulation),
+ * the frame read through pp_cuda_a and converted in the load. No activation
+ * touches device memory and a frame is one launch, where layer by layer it
+ * is one launch and one round trip per layer. A warp owns 16 rows: its
+ * 16×64 activations live in its accumulators between layers, going through
+ * a small shared tile of its own to become the next layer's A operand. PASSES = 3 is exact FP32 to about one ulp: each
+ * operand split into two TF32 pieces, hi·hi + hi·lo + lo·hi (the lo·lo
+ * term is below FP32's rounding); PASSES = 1 is TF32 (precision=tf32).
+ *
+ * Fragment layouts (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, t = lane % 4:
+ * A (16×8, row): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+ * B (8×8, col): b0 (k t, n g), b1 (k t+4, n g);
+ * C (16×8): c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
 #include "activation.cuh"
 #include "gemm_mainloop.cuh"
 
 namespace
 {
 
-constexpr int BM = 128, BN = PP_CHAIN_MAX_D; /* 128 threads, 8×8 outputs each */
+constexpr int WARPS = 4, BM = 16 * WARPS, D = PP_CHAIN_MAX_D, BK = 32, NT = D / 8;
 
 struct Chain {
   pp_cuda_chain_layer layer[PP_MAX_CHAIN];
   unsigned n;
 };
 
-/* Three blocks per SM (12 warps): at four the 8×8 accumulators and the
- * mainloop's registers spill. */
-template <int FIRST>
-__global__ void __launch_bounds__(128, 3)
-    mlp_chain(const pp_cuda_a x, unsigned m, unsigned k, const Chain chain, float *__restrict__ y)
-{
-  using Loop = pp::Mainloop<BM, BN>;
-  static_assert(Loop::T::THREADS == 128, "128 threads");
-  /* The mainloop's slices are done with before a layer's weights land. */
-  __shared__ union {
-    typename Loop::T::Shared loop;
-    float wt[BN][BN]; /* a layer's weights, transposed: wt[in][out] */
-  } s;
-  __shared__ float ht[BN][BM]; /* the block's activations, transposed: ht[unit][row] */
-  const unsigned m0 = blockIdx.x * BM;
-  const int tx = threadIdx.x % Loop::T::COLS, ty = threadIdx.x / Loop::T::COLS;
+/* Paddings chosen so each fragment load hits 32 different banks. */
+struct Smem {
+  union {
+    struct {
+      float x[BM][BK + 4]; /* the frame's X, a slice of K: x[row][k] */
+      float w[BK][D + 8];  /* layer 0's Wᵀ, the same slice: w[k][n] */
+    } first;
+    float w[D][D + 4]; /* a later layer's W as stored: w[n][k] */
+  } u;
+  float h[WARPS][16][D + 4]; /* each warp's activations: h[row][unit] */
+};
 
-  float acc[8][8];
-  {
-    const pp_cuda_chain_layer &l0 = chain.layer[0];
-    Loop loop(x, l0.wt, m, k, l0.ldw, m0, 0);
-    loop.run(s.loop, acc);
-  }
-  /* acc becomes h = act(acc + b), the activations of the layer just run:
-   * one array of 64 registers serves both. */
-  {
-    const pp_cuda_chain_layer &l0 = chain.layer[0];
+__device__ __forceinline__ uint32_t
+to_tf32(float v)
+{
+  uint32_t u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
+  return u;
+}
+
+/* v as hi (+ lo): two TF32 pieces whose sum is v to within FP32's rounding. */
+template <int PASSES>
+__device__ __forceinline__ void
+split(float v, uint32_t &hi, uint32_t &lo)
+{
+  hi = to_tf32(v);
+  lo = PASSES == 3 ? to_tf32(v - __uint_as_float(hi)) : 0u;
+}
+
+__device__ __forceinline__ void
+mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
+{
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* acc += A·B over 8 of K: A's four values (a0..a3 as the layout above),
+ * B's two for each of the NT column tiles. */
+template <int PASSES>
+__device__ __forceinline__ void
+mma_step(float (&acc)[NT][4], const float (&av)[4], const float (&bv)[NT][2])
+{
+  uint32_t ah[4], al[4];
 #pragma unroll
-    for (int c = 0; c < 8; c++) {
-      const unsigned col = Loop::col_of(c);
-      const float b = l0.b && col < l0.out ? __ldg(l0.b + col) : 0.f;
+  for (int i = 0; i < 4; i++)
+    split<PASSES>(av[i], ah[i], al[i]);
 #pragma unroll
-      for (int r = 0; r < 8; r++)
-        acc[r][c] = pp::activate<FIRST>(l0.act, acc[r][c] + b);
+  for (int j = 0; j < NT; j++) {
+    uint32_t bh[2], bl[2];
+    split<PASSES>(bv[j][0], bh[0], bl[0]);
+    split<PASSES>(bv[j][1], bh[1], bl[1]);
+    if (PASSES == 3) {
+      mma(acc[j], al, bh);
+      mma(acc[j], ah, bl);
     }
+    mma(acc[j], ah, bh);
   }
-  for (unsigned li = 1; li + 1 < chain.n; li++) {
-    const pp_cuda_chain_layer &l = chain.layer[li];
-    __syncthreads(); /* the previous layer's reads of ht and wt are done */
+}
+
+/* acc[j] (rows g, g+8; columns 8j+2t, 8j+2t+1) = act(acc + b), zero past
+ * `out` so the next layer's padding adds nothing. */
+template <int ACT>
+__device__ __forceinline__ void
+bias_act(float (&acc)[NT][4], const pp_cuda_chain_layer &l, int t)
+{
 #pragma unroll
-    for (int c = 0; c < 8; c++) {
-      const int col = Loop::col_of(c);
+  for (int j = 0; j < NT; j++)
 #pragma unroll
-      for (int half = 0; half < 2; half++)
-        *reinterpret_cast<float4 *>(&ht[col][half * (BM / 2) + ty * 4]) = make_float4(
-            acc[half * 4][c], acc[half * 4 + 1][c], acc[half * 4 + 2][c], acc[half * 4 + 3][c]);
+    for (int i = 0; i < 4; i++) {
+      const unsigned col = j * 8 + 2 * t + (i & 1);
+      const float b = l.b && col < l.out ? __ldg(l.b + col) : 0.f;
+      acc[j][i] = col < l.out ? pp::activate<ACT>(l.act, acc[j][i] + b) : 0.f;
     }
-    for (unsigned i = threadIdx.x; i < BN * BN; i += blockDim.x) {
-      const unsigned o = i / BN, j = i % BN; /* coalesced reads along a row of w */
-      s.wt[j][o] = o < l.out && j < l.in ? __ldg(l.w + (size_t) o * l.in + j) : 0.f;
+}
+
+template <int PASSES, int FIRST>
+__global__ void
+__launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsigned k,
+                                           const Chain chain, float *__restrict__ y)
+{
+  __shared__ Smem s;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const unsigned m0 = blockIdx.x * BM;
+  float acc[NT][4] = {};
+
+  /* Layer 0: X (through pp_cuda_a) times Wᵀ, a slice of BK inputs at a time.
+   * Each thread loads four float4 of X, rows tid/8 + 16i, and four of Wᵀ. */
+  const pp_cuda_chain_layer &l0 = chain.layer[0];
+  const bool f32_vec =
+      x.kind == PP_A_F32 && x.ld % 4 == 0 && (reinterpret_cast<size_t>(x.data) & 15) == 0;
+  long long origin[4];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const unsigned row = m0 + threadIdx.x / 8 + 16 * i;
+    origin[i] = x.kind == PP_A_F32 || row >= m ? 0 : pp::sample_origin(x, row);
+  }
+  for (unsigned k0 = 0; k0 < k; k0 += BK) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const unsigned r = threadIdx.x / 8 + 16 * i, kq = (threadIdx.x % 8) * 4;
+      const float4 v = pp::load_x4(x, origin[i], m0 + r < m, m0 + r, k0 + kq, k, f32_vec);
+      s.u.first.x[r][kq] = v.x;
+      s.u.first.x[r][kq + 1] = v.y;
+      s.u.first.x[r][kq + 2] = v.z;
+      s.u.first.x[r][kq + 3] = v.w;
+      const unsigned kk = threadIdx.x / 16 + 8 * i, n = (threadIdx.x % 16) * 4;
+      const float4 w =
+          k0 + kk < k && n < l0.ldw
+              ? __ldg(reinterpret_cast<const float4 *>(l0.wt + (size_t) (k0 + kk) * l0.ldw + n))
+              : make_float4(0.f, 0.f, 0.f, 0.f);
+      *reinterpret_cast<float4 *>(&s.u.first.w[kk][n]) = w;
     }
     __syncthreads();
 #pragma unroll
-    for (int r = 0; r < 8; r++)
+    for (int kk = 0; kk < BK; kk += 8) {
+      const int r = warp * 16 + g;
+      const float av[4] = { s.u.first.x[r][kk + t], s.u.first.x[r + 8][kk + t],
+                            s.u.first.x[r][kk + t + 4], s.u.first.x[r + 8][kk + t + 4] };
+      float bv[NT][2];
 #pragma unroll
-      for (int c = 0; c < 8; c++)
-        acc[r][c] = 0.f;
-#pragma unroll 4
-    for (unsigned j = 0; j < l.in; j++) {
-      const float4 a0 = *reinterpret_cast<const float4 *>(&ht[j][ty * 4]);
-      const float4 a1 = *reinterpret_cast<const float4 *>(&ht[j][BM / 2 + ty * 4]);
-      const float4 b0 = *reinterpret_cast<const float4 *>(&s.wt[j][tx * 4]);
-      const float4 b1 = *reinterpret_cast<const float4 *>(&s.wt[j][BN / 2 + tx * 4]);
-      const float av[8] = { a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w };
-      const float bv[8] = { b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w };
-#pragma unroll
-      for (int r = 0; r < 8; r++)
-#pragma unroll
-        for (int c = 0; c < 8; c++)
-          acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
+      for (int j = 0; j < NT; j++) {
+        bv[j][0] = s.u.first.w[kk + t][j * 8 + g];
+        bv[j][1] = s.u.first.w[kk + t + 4][j * 8 + g];
+      }
+      mma_step<PASSES>(acc, av, bv);
     }
-#pragma unroll
-    for (int c = 0; c < 8; c++) {
-      const unsigned col = Loop::col_of(c);
-      const float b = l.b && col < l.out ? __ldg(l.b + col) : 0.f;
-#pragma unroll
-      for (int r = 0; r < 8; r++)
-        acc[r][c] = pp::activate<pp::ACT_ANY>(l.act, acc[r][c] + b);
-    }
+    __syncthreads();
   }
-  /* The last layer, one output: each row's dot product, its COLS lanes'
-   * partial sums added with shuffles. */
-  const pp_cuda_chain_layer &last = chain.layer[chain.n - 1];
-  const float bias = last.b ? __ldg(last.b) : 0.f;
+  bias_act<FIRST>(acc, l0, t);
+
+  /* The middle layers: the warp's activations become its A operand through
+   * its own tile; the layer's W, as stored, is every warp's B. */
+  for (unsigned li = 1; li + 1 < chain.n; li++) {
+    const pp_cuda_chain_layer &l = chain.layer[li];
+    /* A fixed count a thread, unrolled: all its loads in flight at once, not
+     * one global latency each. */
+    float wv[D * D / (WARPS * 32)];
 #pragma unroll
-  for (int r = 0; r < 8; r++) {
-    float partial = 0.f;
-#pragma unroll
-    for (int c = 0; c < 8; c++) {
-      const unsigned col = Loop::col_of(c);
-      if (col < last.in)
-        partial = fmaf(acc[r][c], __ldg(last.w + col), partial);
+    for (int i = 0; i < D * D / (WARPS * 32); i++) {
+      const unsigned e = threadIdx.x + i * WARPS * 32, n = e / D, j = e % D;
+      wv[i] = n < l.out && j < l.in ? __ldg(l.w + (size_t) n * l.in + j) : 0.f;
     }
 #pragma unroll
-    for (int offset = Loop::T::COLS / 2; offset > 0; offset /= 2)
-      partial += __shfl_xor_sync(0xffffffffu, partial, offset);
-    const unsigned row = m0 + Loop::row_of(r);
-    if (tx == 0 && row < m)
-      y[row] = pp::activate<pp::ACT_ANY>(last.act, partial + bias);
+    for (int i = 0; i < D * D / (WARPS * 32); i++) {
+      const unsigned e = threadIdx.x + i * WARPS * 32;
+      s.u.w[e / D][e % D] = wv[i];
+    }
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+      s.h[warp][g][j * 8 + 2 * t] = acc[j][0];
+      s.h[warp][g][j * 8 + 2 * t + 1] = acc[j][1];
+      s.h[warp][g + 8][j * 8 + 2 * t] = acc[j][2];
+      s.h[warp][g + 8][j * 8 + 2 * t + 1] = acc[j][3];
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+        acc[j][i] = 0.f;
+    }
+    __syncthreads();
+    for (unsigned kk = 0; kk < l.in; kk += 8) {
+      const float av[4] = { s.h[warp][g][kk + t], s.h[warp][g + 8][kk + t],
+                            s.h[warp][g][kk + t + 4], s.h[warp][g + 8][kk + t + 4] };
+      float bv[NT][2];
+#pragma unroll
+      for (int j = 0; j < NT; j++) {
+        bv[j][0] = s.u.w[j * 8 + g][kk + t];
+        bv[j][1] = s.u.w[j * 8 + g][kk + t + 4];
+      }
+      mma_step<PASSES>(acc, av, bv);
+    }
+    __syncthreads(); /* every warp is done with w before the next layer's lands */
+    bias_act<pp::ACT_ANY>(acc, l, t);
+  }
+
+  /* The last layer, one output: each row's dot product with w, in FP32, the
+   * four lanes of a row added with shuffles. */
+  const pp_cuda_chain_layer &last = chain.layer[chain.n - 1];
+  float top = 0.f, bottom = 0.f;
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const unsigned col = j * 8 + 2 * t + i;
+      const float w = col < last.in ? __ldg(last.w + col) : 0.f;
+      top = fmaf(acc[j][i], w, top);
+      bottom = fmaf(acc[j][2 + i], w, bottom);
+    }
+#pragma unroll
+  for (int offset = 1; offset < 4; offset *= 2) {
+    top += __shfl_xor_sync(0xffffffffu, top, offset);
+    bottom += __shfl_xor_sync(0xffffffffu, bottom, offset);
+  }
+  const float bias = last.b ? __ldg(last.b) : 0.f;
+  const unsigned row = m0 + warp * 16 + g;
+  if (t == 0 && row < m)
+    y[row] = pp::activate<pp::ACT_ANY>(last.act, top + bias);
+  if (t == 0 && row + 8 < m)
+    y[row + 8] = pp::activate<pp::ACT_ANY>(last.act, bottom + bias);
+}
+
+template <int PASSES>
+void
+launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Chain &chain,
+       float *y)
+{
+  const unsigned blocks = (m + BM - 1) / BM;
+  switch (pp::act_code(chain.layer[0].act)) {
+    case PP_ACT_IDENTITY:
+      mlp_chain_tc<PASSES, PP_ACT_IDENTITY><<<blocks, WARPS * 32, 0, stream>>>(x, m, k, chain, y);
+      break;
+    case PP_ACT_RELU:
+      mlp_chain_tc<PASSES, PP_ACT_RELU><<<blocks, WARPS * 32, 0, stream>>>(x, m, k, chain, y);
+      break;
+    default:
+      mlp_chain_tc<PASSES, pp::ACT_ANY><<<blocks, WARPS * 32, 0, stream>>>(x, m, k, chain, y);
   }
 }
 
@@ -136,38 +259,37 @@ pp_cuda_mlp_chain_fits(unsigned n_layers, const uint32_t *outs)
   return true;
 }
 
-extern "C" cudaError_t
-pp_cuda_mlp_chain(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
-                  const pp_cuda_chain_layer *layers, unsigned n_layers, float *y)
+/* Whether the arguments make a chain the kernel can run. */
+static bool
+chain_valid(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+            const pp_cuda_chain_layer *layers, unsigned n_layers, const float *y)
 {
   if (!stream || !x || !layers || !y || m == 0 || k == 0 || n_layers > PP_MAX_CHAIN ||
       (x->kind != PP_A_F32 && !x->k_offset))
-    return cudaErrorInvalidValue;
+    return false;
   uint32_t outs[PP_MAX_CHAIN];
-  for (unsigned i = 0; i < n_layers; i++)
+  for (unsigned i = 0; i < n_layers; i++) {
     outs[i] = layers[i].out;
-  if (!pp_cuda_mlp_chain_fits(n_layers, outs) || !layers[0].wt || layers[0].in != k ||
-      layers[0].ldw < pp_cuda_pad4(layers[0].out) || layers[0].ldw % 4 != 0)
+    if (i > 0 && (!layers[i].w || layers[i].in != layers[i - 1].out))
+      return false;
+  }
+  return pp_cuda_mlp_chain_fits(n_layers, outs) && layers[0].wt && layers[0].in == k &&
+         layers[0].ldw >= pp_cuda_pad4(layers[0].out) && layers[0].ldw % 4 == 0;
+}
+
+extern "C" cudaError_t
+pp_cuda_mlp_chain(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+                  const pp_cuda_chain_layer *layers, unsigned n_layers, bool tf32, float *y)
+{
+  if (!chain_valid(stream, x, m, k, layers, n_layers, y))
     return cudaErrorInvalidValue;
   Chain chain = {};
   chain.n = n_layers;
-  for (unsigned i = 0; i < n_layers; i++) {
+  for (unsigned i = 0; i < n_layers; i++)
     chain.layer[i] = layers[i];
-    if (i > 0 && (!layers[i].w || layers[i].in != layers[i - 1].out))
-      return cudaErrorInvalidValue;
-  }
-  const unsigned blocks = (m + BM - 1) / BM;
-  /* The first layer's activation as a template code: ReLU or identity
-   * spare the switch in its 64 values a thread. */
-  switch (pp::act_code(layers[0].act)) {
-    case PP_ACT_IDENTITY:
-      mlp_chain<PP_ACT_IDENTITY><<<blocks, BM, 0, stream>>>(*x, m, k, chain, y);
-      break;
-    case PP_ACT_RELU:
-      mlp_chain<PP_ACT_RELU><<<blocks, BM, 0, stream>>>(*x, m, k, chain, y);
-      break;
-    default:
-      mlp_chain<pp::ACT_ANY><<<blocks, BM, 0, stream>>>(*x, m, k, chain, y);
-  }
+  if (tf32)
+    launch<1>(stream, *x, m, k, chain, y);
+  else
+    launch<3>(stream, *x, m, k, chain, y);
   return cudaGetLastError();
 }

@@ -446,7 +446,7 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
       const pp_gpu_layer *l = &e->w->layers[i];
       chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
     }
-    CUDA_CHECK(pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, chain, e->w->n_layers, y));
+    CUDA_CHECK(pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, chain, e->w->n_layers, e->tf32, y));
     return 0;
   }
   if (plan->whole == PP_PATH_FUSED) {

@@ -221,7 +221,7 @@ test_fused_mlp(void **state)
 }
 
 /* The chain kernel: an MLP of `n_layers` layers (widths `outs`, the last 1)
- * in one kernel, against the float64 reference. Weights in ±1/√in so
+ * in one kernel on the tensor cores, against the float64 reference. Weights in ±1/√in so
  * activations stay of order one through every layer. */
 static void
 check_chain(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format,
@@ -248,15 +248,21 @@ check_chain(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_forma
     const pp_gpu_layer *l = &gw.layers[i];
     chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
   }
-  float *d_y = device_poisoned(n);
-  CHECK_CUDA(pp_cuda_mlp_chain(kc_stream, &in.a, n, k, chain, n_layers, d_y));
-  float *y = host_result(d_y, n);
   double *ref = g_new(double, n), *mag = g_new(double, n);
   test_reference_mlp(m, in.x, n, ref, mag);
-  g_autofree char *what = g_strdup_printf("chain %s %u×%u, %u layers", name, n, k, n_layers);
-  expect_close(what, y, ref, mag, n, true, PP_FP32_REL_TOL);
-  g_free(y), g_free(ref), g_free(mag);
-  cudaFree(d_y);
+  /* Exact FP32 (TF32 pieces) and TF32 itself (1e-3, as cuBLASLt's TF32 in
+   * test_cuda_blas.c). */
+  for (int tf32 = 0; tf32 < 2; tf32++) {
+    float *d_y = device_poisoned(n);
+    CHECK_CUDA(pp_cuda_mlp_chain(kc_stream, &in.a, n, k, chain, n_layers, tf32, d_y));
+    float *y = host_result(d_y, n);
+    g_autofree char *what =
+        g_strdup_printf("chain %s %u×%u, %u layers%s", name, n, k, n_layers, tf32 ? ", tf32" : "");
+    expect_close(what, y, ref, mag, n, true, tf32 ? 1e-3 : PP_FP32_REL_TOL);
+    g_free(y);
+    cudaFree(d_y);
+  }
+  g_free(ref), g_free(mag);
   free_weights(&gw);
   pp_model_free(m);
   free_input(&in);
@@ -442,6 +448,17 @@ test_launchers_check_shapes(void **state)
                    cudaErrorInvalidValue); /* d > 256 */
   assert_int_equal(pp_cuda_rowdot(kc_stream, dummy, 4, 4, 4, dummy, NULL, 33, ID, dummy),
                    cudaErrorInvalidValue); /* o > 32 */
+  const pp_cuda_chain_layer chain[3] = { { NULL, dummy, NULL, 4, 8, 8, ID },
+                                         { dummy, NULL, NULL, 8, 8, 0, ID },
+                                         { dummy, NULL, NULL, 8, 1, 0, ID } };
+  assert_int_equal(pp_cuda_mlp_chain(NULL, &a, 4, 4, chain, 3, false, dummy),
+                   cudaErrorInvalidValue); /* the default stream is refused */
+  assert_int_equal(pp_cuda_mlp_chain(kc_stream, &a, 4, 4, chain, 2, false, dummy),
+                   cudaErrorInvalidValue); /* two layers: the two-layer kernels' */
+  pp_cuda_chain_layer unchained[3] = { chain[0], chain[1], chain[2] };
+  unchained[2].in = 7;
+  assert_int_equal(pp_cuda_mlp_chain(kc_stream, &a, 4, 4, unchained, 3, false, dummy),
+                   cudaErrorInvalidValue); /* layer 2 does not take layer 1's 8 */
   assert_int_equal(pp_cuda_mlp_small(kc_stream, &a, 4, 4, dummy, 260, NULL, 257, ID, dummy, NULL, 1,
                                      ID, dummy, 1, NULL),
                    cudaErrorInvalidValue); /* d > 256 */
