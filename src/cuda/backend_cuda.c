@@ -467,8 +467,10 @@ cuda_backend_new(const pp_backend_options *opts, pp_backend **out, char **msg)
     return rc;
   }
   b->startup.open_ms = ms_since(t0);
-  g_snprintf(b->key, sizeof b->key, "cuda %s cublas=%d abi=%d", b->device.identity, CUBLAS_VERSION,
-             PP_BACKEND_ABI);
+  /* A plan made before the planner had a kernel never weighed it: the
+   * kernels' version in the key makes such plans be made again. */
+  g_snprintf(b->key, sizeof b->key, "cuda %s cublas=%d abi=%d kernels=%d", b->device.identity,
+             CUBLAS_VERSION, PP_BACKEND_ABI, PP_CUDA_KERNELS_VERSION);
   b->waiter = pp_cuda_completion_new(b->completion, &b->device, report, b);
   *out = &b->base;
   return 0;

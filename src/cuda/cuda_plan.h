@@ -33,6 +33,11 @@
 
 #include "backend.h"
 
+/* The kernels the planner chooses among, as a number: raised with each new
+ * one (2: the chain kernel behind fused for 3 to 8 layers), so cached plans
+ * made without it are made again. */
+#define PP_CUDA_KERNELS_VERSION 2
+
 /* How a layer runs on the GPU, or (fused, small) the whole MLP. */
 typedef enum {
   PP_PATH_FUSED,  /* one kernel for a two-layer MLP (O = 1, D ≤ 256), H in registers */
