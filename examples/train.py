@@ -4,9 +4,11 @@
 saves the module with torch.save, as most training scripts end: the model
 the quick start scores a clip with.
 
-    python3 examples/train.py model.pt [weights.pt]
+    python3 examples/train.py model.pt [weights.pt [model.onnx]]
 
-(weights.pt: its state_dict too, for pingpong-export --layers.)
+(weights.pt: its state_dict too, for pingpong-export --layers; model.onnx:
+the model as torch.onnx.export writes it, as another framework would hand
+it over.)
 
 cudamlp gives the network what it gives every model with mapping=patches
 patch-size=16: each patch's 16·16 pixels in raster order, R,G,B innermost,
@@ -40,4 +42,7 @@ for step in range(400):
 torch.save(model, sys.argv[1] if len(sys.argv) > 1 else "model.pt")
 if len(sys.argv) > 2:  # what most training scripts keep instead: the weights alone
     torch.save(model.state_dict(), sys.argv[2])
+if len(sys.argv) > 3:
+    torch.onnx.export(model, torch.zeros(1, 768), sys.argv[3], input_names=["x"],
+                      output_names=["score"], dynamic_axes={"x": {0: "n"}})
 print(f"trained: mean squared error {loss.item():.5f}")
