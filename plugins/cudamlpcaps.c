@@ -331,6 +331,11 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
     return CAPS_FAILED;
   self->layout = layout;
   self->model = model;
+  GST_OBJECT_LOCK(self);
+  self->caps_samples = layout.n;
+  self->caps_inputs = layout.k;
+  self->caps_outputs = model->o;
+  GST_OBJECT_UNLOCK(self);
   if (!make_output_pool(self, model)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
                       ("Cannot allocate %u output buffers of %" G_GSIZE_FORMAT

@@ -89,9 +89,8 @@ build_locked(GstCudaMlp *self)
       "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE,
       stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
   /* What a frame gave the model and what it made, under the last caps. */
-  gst_structure_set(s, "samples", G_TYPE_UINT, (guint) self->layout.n, "inputs", G_TYPE_UINT,
-                    (guint) self->layout.k, "outputs", G_TYPE_UINT,
-                    self->model ? (guint) self->model->o : 0u, NULL);
+  gst_structure_set(s, "samples", G_TYPE_UINT, self->caps_samples, "inputs", G_TYPE_UINT,
+                    self->caps_inputs, "outputs", G_TYPE_UINT, self->caps_outputs, NULL);
   add_device_stats_locked(self, s);
   add_plan_stats_locked(self, s);
   return s;

@@ -94,6 +94,9 @@ struct _GstCudaMlp {
   pp_frame_layout layout;
   const pp_model *model;
   gboolean frames_out; /* output=video-meta, as it was at caps */
+  /* N, K and O of the last caps, for stats: under the object lock, as stats
+   * are read from any thread while the model may be freed at stop. */
+  guint caps_samples, caps_inputs, caps_outputs;
   GstBufferPool *output_pool;
   GstClockTime frame_duration;
 

@@ -30,10 +30,11 @@ struct pp_mlp_exec {
   const pp_gpu_weights *w;
   pp_frame_layout layout;
   cudaStream_t setup;
-  int32_t *h_koff, *d_koff; /* the reader's per-K offsets (frames of bytes) */
-  pp_cuda_a reader;         /* at frame NULL: its kind and steps */
-  pp_fused_tile fused_tile; /* two layers */
-  bool chain_fits;          /* more: every hidden layer on chip (mlp_chain) */
+  int32_t *h_koff, *d_koff;                 /* the reader's per-K offsets (frames of bytes) */
+  pp_cuda_a reader;                         /* at frame NULL: its kind and steps */
+  pp_fused_tile fused_tile;                 /* two layers */
+  bool chain_fits;                          /* more: every hidden layer on chip (mlp_chain) */
+  pp_cuda_chain_layer chain[PP_MAX_LAYERS]; /* its layers, made once */
   const pp_lt_table *lt;
   void *lt_handle;
   layer_gemms gemms[PP_MAX_LAYERS];
@@ -71,6 +72,10 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, bool tf3
   for (unsigned i = 0; i < w->n_layers; i++)
     outs[i] = w->layers[i].out;
   e->chain_fits = pp_cuda_mlp_chain_fits(w->n_layers, outs);
+  for (unsigned i = 0; i < w->n_layers; i++) {
+    const pp_gpu_layer *l = &w->layers[i];
+    e->chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
+  }
   int rc = 0;
   if (layout->kind != PP_LAYOUT_TENSOR) {
     e->h_koff = g_new(int32_t, layout->k);
@@ -441,12 +446,8 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
   const pp_cuda_a x = frame_from(b, r);
   float *y = results_at(e, b, r);
   if (plan->whole == PP_PATH_FUSED && e->w->n_layers > 2) {
-    pp_cuda_chain_layer chain[PP_MAX_LAYERS];
-    for (unsigned i = 0; i < e->w->n_layers; i++) {
-      const pp_gpu_layer *l = &e->w->layers[i];
-      chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
-    }
-    CUDA_CHECK(pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, chain, e->w->n_layers, e->tf32, y));
+    CUDA_CHECK(
+        pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, e->chain, e->w->n_layers, e->tf32, y));
     return 0;
   }
   if (plan->whole == PP_PATH_FUSED) {
