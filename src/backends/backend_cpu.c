@@ -38,6 +38,7 @@ struct cpu_backend {
   pp_backend base;
   pp_frame_layout layout;
   uint64_t model_id;
+  pp_dtype dtype; /* of the weights and the activations between layers */
   unsigned n_layers;
   cpu_layer layers[PP_MAX_LAYERS];
   uint32_t max_hidden;
@@ -54,19 +55,44 @@ struct cpu_backend {
  * cache's logic runs on machines without a GPU too. */
 #define CPU_PLAN "cpu"
 
+/* Values rounded to the backend's type, as the GPU stores them: its GEMM
+ * writes the sum with the bias rounded, and the activation after it is
+ * rounded again (ReLU and none change nothing rounded). */
+static void
+round_all(pp_dtype t, float *v, size_t count)
+{
+  for (size_t i = 0; i < count; i++)
+    v[i] = pp_dtype_round(t, v[i]);
+}
+
+static void
+act_rounded(pp_dtype t, pp_act act, float *v, size_t count)
+{
+  for (size_t i = 0; i < count; i++)
+    v[i] = pp_dtype_round(t, pp_act_apply(act, pp_dtype_round(t, v[i])));
+}
+
 static void
 run_job(cpu_backend *b, worker *w)
 {
   const pp_frame_layout *l = &b->layout;
+  const bool rounds = b->dtype != PP_DTYPE_F32;
   pp_cpu_gather(l, w->job.input, w->x);
+  if (rounds)
+    round_all(b->dtype, w->x, (size_t) l->n * l->k);
   const float *in = w->x;
   for (unsigned i = 0; i < b->n_layers; i++) {
     const cpu_layer *layer = &b->layers[i];
-    float *out = i + 1 == b->n_layers ? w->job.output : w->hidden[i % 2];
+    const bool last = i + 1 == b->n_layers;
+    float *out = last ? w->job.output : w->hidden[i % 2];
+    /* Between layers a rounding precision rounds twice (act_rounded). */
+    const pp_act act = rounds && !last ? PP_ACT(PP_ACT_IDENTITY) : layer->act;
     if (layer->out == 1)
-      pp_cpu_matvec(in, l->n, layer->in, layer->w, layer->b ? layer->b[0] : 0.0f, layer->act, out);
+      pp_cpu_matvec(in, l->n, layer->in, layer->w, layer->b ? layer->b[0] : 0.0f, act, out);
     else
-      pp_cpu_linear(in, l->n, layer->in, layer->packed, layer->b, layer->out, layer->act, out);
+      pp_cpu_linear(in, l->n, layer->in, layer->packed, layer->b, layer->out, act, out);
+    if (rounds && !last)
+      act_rounded(b->dtype, layer->act, out, (size_t) l->n * layer->out);
     in = out;
   }
 }
@@ -139,10 +165,15 @@ free_weights(cpu_backend *b)
   b->model_id = 0;
 }
 
+/* A copy rounded to the backend's type. */
 static float *
-copy_floats(const float *src, size_t count)
+copy_floats(pp_dtype t, const float *src, size_t count)
 {
-  return src ? g_memdup2(src, count * sizeof(float)) : NULL;
+  if (!src)
+    return NULL;
+  float *copy = g_memdup2(src, count * sizeof(float));
+  round_all(t, copy, count);
+  return copy;
 }
 
 static void
@@ -153,13 +184,15 @@ load_weights(cpu_backend *b, const pp_model *m)
     const pp_layer *src = &m->layers[i];
     cpu_layer *dst = &b->layers[i];
     *dst = (cpu_layer){ .in = src->in, .out = src->out, .act = src->act };
+    float *w = copy_floats(b->dtype, src->w, (size_t) src->out * src->in);
     if (src->out == 1) {
-      dst->w = copy_floats(src->w, src->in);
+      dst->w = w;
     } else {
       dst->packed = g_new(float, pp_cpu_packed_floats(src->out, src->in));
-      pp_cpu_pack_weights(src->w, src->out, src->in, dst->packed);
+      pp_cpu_pack_weights(w, src->out, src->in, dst->packed);
+      g_free(w);
     }
-    dst->b = copy_floats(src->b, src->out);
+    dst->b = copy_floats(b->dtype, src->b, src->out);
   }
   b->n_layers = m->n_layers;
   b->max_hidden = pp_model_max_hidden(m);
@@ -295,6 +328,7 @@ pp_backend_cpu_new(const pp_backend_options *opts, pp_backend **out, char **msg)
   cpu_backend *b = g_new0(cpu_backend, 1);
   b->time_every_frame = opts && opts->time_every_frame;
   b->fail_frame = opts ? opts->fail_frame : 0;
+  b->dtype = pp_precision_dtype(opts ? opts->precision : PP_PRECISION_FP32);
   b->base.ops = &cpu_ops;
   *out = &b->base;
   return 0;

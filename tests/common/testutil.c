@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "cuda_module.h"
+#include "engine.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -185,4 +186,51 @@ test_cuda_usable(void)
   }
   b->ops->destroy(b);
   return true;
+}
+
+double
+test_precision_tol(pp_precision precision)
+{
+  switch (precision) {
+    case PP_PRECISION_BF16:
+      return PP_BF16_SCALED_TOL;
+    case PP_PRECISION_FP16:
+      return PP_FP16_SCALED_TOL;
+    case PP_PRECISION_TF32:
+      return 1e-3;
+    default:
+      return PP_FP32_REL_TOL;
+  }
+}
+
+void
+test_run_frames(const pp_backend_options *opts, const pp_model *model,
+                const pp_frame_layout *layout, void *const *frames, float *const *outputs,
+                int count)
+{
+  pp_backend *backend = NULL;
+  char *msg = NULL;
+  if (pp_backend_open(opts, NULL, NULL, &backend, NULL, &msg) < 0 || !backend) {
+    fprintf(stderr, "opening the backend: %s\n", msg);
+    abort();
+  }
+  pp_engine *engine = pp_engine_new(backend, NULL, NULL);
+  if (pp_engine_configure(engine, model, layout, 1, NULL, &msg) < 0) {
+    fprintf(stderr, "configure: %s\n", msg);
+    abort();
+  }
+  for (int i = 0; i < count; i++) {
+    unsigned slot;
+    pp_item item;
+    const pp_job job = { .input = frames[i], .output = outputs[i] };
+    if (pp_engine_acquire(engine, &slot) < 0 ||
+        pp_engine_submit(engine, slot, &job, GINT_TO_POINTER(i + 1), &msg) < 0 ||
+        pp_engine_pop(engine, &item) < 0 || item.status < 0 ||
+        GPOINTER_TO_INT(item.user) != i + 1) {
+      fprintf(stderr, "frame %d did not come through: %s\n", i, msg ? msg : "");
+      abort();
+    }
+    pp_engine_release(engine, item.ticket);
+  }
+  pp_engine_free(engine);
 }

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
+#include "frame_layout.h"
 #include "model.h"
 
 /* Error bound for float32 results against a float64 reference, for
@@ -54,6 +56,34 @@ uint64_t test_seed(void);
  * build has CUDA and its module does not load (or loads although
  * PP_TEST_CUDA_LIBS_HIDDEN says its libraries are hidden). */
 bool test_cuda_usable(void);
+
+/* Error bounds of the 16-bit precisions against the float64 reference.
+ * Relative to the results (test_relative_error), for models whose
+ * results do not cancel: X, the weights and each layer's activations
+ * rounded to 2⁻⁹ (bf16) or 2⁻¹² (fp16) relative; four layers measure
+ * ~3e-3 and ~5e-4. */
+#define PP_BF16_REL_TOL 1e-2
+#define PP_FP16_REL_TOL 2e-3
+/* Scaled (test_scaled_error), for any model: a product of two rounded
+ * values is off by at most 2u of its size, u = 2⁻⁹ or 2⁻¹². */
+#define PP_BF16_SCALED_TOL 4e-3
+#define PP_FP16_SCALED_TOL 5e-4
+/* Between the GPU and the CPU backend at one precision only the order of
+ * the sums differs, which moves a rounded activation by one step now and
+ * then: the two stay within this fraction of the CPU's own error against
+ * float64 (measured up to 0.21), where results that skip a rounding, or
+ * round twice, differ by about the whole of it. */
+#define PP_SAME_PRECISION_RATIO 0.4
+
+/* The scaled bound for `precision`: fp32's, TF32's 1e-3, or the two
+ * above. */
+double test_precision_tol(pp_precision precision);
+
+/* `count` frames of `layout` through a backend opened with `opts` (one
+ * slot), in order, each result into outputs[i]. */
+void test_run_frames(const pp_backend_options *opts, const pp_model *model,
+                     const pp_frame_layout *layout, void *const *frames, float *const *outputs,
+                     int count);
 
 /* Fills every float with NaN, so an element a kernel fails to write shows. */
 void test_poison(float *dst, size_t n);
