@@ -25,10 +25,12 @@ bench_time_gpu(const element_setup *e, int device, const char *plan,
   pp_backend_options opts = {
     .kind = PP_BACKEND_CUDA,
     .device_id = device,
-    .precision = g_str_equal(e->precision, "tf32") ? PP_PRECISION_TF32 : PP_PRECISION_FP32,
+    .precision = PP_PRECISION_FP32,
     .completion = g_str_equal(e->completion, "event-thread") ? PP_COMPLETION_EVENT_THREAD
                                                              : PP_COMPLETION_CONSUMER,
   };
+  pp_precision_parse(e->precision, &opts.precision); /* checked with the options */
+  const pp_dtype dtype = pp_precision_dtype(opts.precision);
   /* The element's plan here too. */
   const pp_plan_request request = { .forced = plan };
   gboolean ok = pp_backend_cuda_new(&opts, &b, &msg) == 0 &&
@@ -47,7 +49,8 @@ bench_time_gpu(const element_setup *e, int device, const char *plan,
     cudaEvent_t start, stop;
     int32_t *h_koff = g_new(int32_t, layout.k), *d_koff = NULL;
     void *d_frame;
-    float *d_w[2 * PP_MAX_LAYERS] = { NULL }, *x_scratch, *h_scratch[2] = { NULL }, *y;
+    float *d_w[2 * PP_MAX_LAYERS] = { NULL }, *y;
+    void *d_w16[PP_MAX_LAYERS] = { NULL }, *x_scratch, *h_scratch[2] = { NULL };
     pp_reference_layer ref[PP_MAX_LAYERS];
     const size_t hidden_bytes = (size_t) layout.n * MAX(pp_model_max_hidden(model), 1) * 4;
     ok = cudaSetDevice(device) == cudaSuccess &&
@@ -69,8 +72,12 @@ bench_time_gpu(const element_setup *e, int device, const char *plan,
                cudaSuccess &&
            cudaMemcpyAsync(d_w[2 * l + 1], ml->b, biases, cudaMemcpyHostToDevice, stream) ==
                cudaSuccess;
-      ref[l] = (pp_reference_layer){ d_w[2 * l], ml->b ? d_w[2 * l + 1] : NULL, ml->in, ml->out,
-                                     ml->act };
+      /* At 16 bits, the weights in that type too. */
+      if (ok && dtype != PP_DTYPE_F32)
+        ok = cudaMalloc(&d_w16[l], weights / 2) == cudaSuccess &&
+             pp_cuda_cast(stream, d_w[2 * l], weights / 4, dtype, false, d_w16[l]) == cudaSuccess;
+      ref[l] = (pp_reference_layer){ d_w16[l] ? d_w16[l] : d_w[2 * l],
+                                     ml->b ? d_w[2 * l + 1] : NULL, ml->in, ml->out, ml->act };
     }
     if (layout.kind != PP_LAYOUT_TENSOR)
       pp_cuda_k_offsets(&layout, h_koff);
@@ -85,7 +92,7 @@ bench_time_gpu(const element_setup *e, int device, const char *plan,
       float ms = 0;
       ok = cudaEventRecord(start, stream) == cudaSuccess &&
            pp_cublas_reference_mlp(blas, stream, &x, layout.n, ref, model->n_layers,
-                                   opts.precision == PP_PRECISION_TF32, x_scratch, h_scratch,
+                                   opts.precision == PP_PRECISION_TF32, dtype, x_scratch, h_scratch,
                                    y) == CUBLAS_STATUS_SUCCESS &&
            cudaEventRecord(stop, stream) == cudaSuccess &&
            cudaEventSynchronize(stop) == cudaSuccess &&
@@ -98,6 +105,8 @@ bench_time_gpu(const element_setup *e, int device, const char *plan,
     cudaStreamSynchronize(stream);
     for (unsigned i = 0; i < 2 * PP_MAX_LAYERS; i++)
       cudaFree(d_w[i]);
+    for (unsigned i = 0; i < PP_MAX_LAYERS; i++)
+      cudaFree(d_w16[i]);
     cudaFree(d_frame), cudaFree(d_koff), cudaFree(x_scratch), cudaFree(y);
     cudaFree(h_scratch[0]), cudaFree(h_scratch[1]);
     g_free(h_koff);

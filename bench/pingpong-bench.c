@@ -32,7 +32,7 @@
  *   pingpong-bench [--workloads seed,hd,tiny,balanced] [--slots 1,2,3,4]
  *                  [--frames 4096] [--warmup 128] [--repeats 3]
  *                  [--completion auto|consumer|event-thread]
- *                  [--precision fp32|tf32]
+ *                  [--precision fp32|tf32|bf16|fp16]
  *                  [--devices 0,1] [--streams S] [--backend cpu] [--trace DIR]
  *                  [--interval-us U]
  */
@@ -469,7 +469,7 @@ main(int argc, char **argv)
       "cudamlp's tuning: cached (default), full or quick", "T" },
     { "plan", 0, 0, G_OPTION_ARG_STRING, &o.plan,
       "cudamlp's plan property: a plan line, or part of one, to run", "LINE" },
-    { "precision", 0, 0, G_OPTION_ARG_STRING, &o.precision, "fp32|tf32", "P" },
+    { "precision", 0, 0, G_OPTION_ARG_STRING, &o.precision, "fp32|tf32|bf16|fp16", "P" },
     { "backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
       "cuda (default), or cpu: frames/s and latency only, no GPU timings (small workloads: tiny)",
       "B" },
@@ -509,6 +509,11 @@ main(int argc, char **argv)
     o.completion = g_strdup("auto");
   if (!o.precision)
     o.precision = g_strdup("fp32");
+  pp_precision precision;
+  if (pp_precision_parse(o.precision, &precision) < 0) {
+    fprintf(stderr, "--precision %s: fp32, tf32, bf16 or fp16\n", o.precision);
+    return 2;
+  }
   if (!o.tuning)
     o.tuning = g_strdup("cached");
   if (o.frames > PP_STATS_WINDOW)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "activation.h"
+#include "dtype.h"
 #include "frame_layout.h"
 
 #ifdef __cplusplus
@@ -142,13 +143,13 @@ cudaError_t pp_cuda_mlp_small(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
                               const pp_cuda_done_signal *done);
 
 /* ---- A last layer with small O: y[i][o] = act(h[i]·w1[o] + b1[o]) -----
- * One warp per row; w1 is O×D row-major; O ≤ PP_ROWDOT_MAX_O (O = 1 is the
- * MatVec). */
+ * One warp per row; h of `type`, w1 O×D row-major floats; O ≤
+ * PP_ROWDOT_MAX_O (O = 1 is the MatVec); y floats, summed in float32. */
 #define PP_ROWDOT_MAX_O 32
 
-cudaError_t pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint32_t d,
-                           uint32_t ldh, const float *w1, const float *b1, uint32_t o, pp_act act,
-                           float *y);
+cudaError_t pp_cuda_rowdot(cudaStream_t stream, const void *h, pp_dtype type, uint32_t m,
+                           uint32_t d, uint32_t ldh, const float *w1, const float *b1, uint32_t o,
+                           pp_act act, float *y);
 
 /* ---- FP32 from TF32 tensor cores, for a first layer of bytes ----------
  * (split_tf32.cu says why it is exact.) The layer's W (n×k, nn.Linear's
@@ -173,10 +174,15 @@ cudaError_t pp_cuda_split_convert(cudaStream_t stream, const pp_cuda_a *a, uint3
 
 /* ---- Element-wise ------------------------------------------------------ */
 
-/* x[m×k] (row stride ldx) = X as floats: the conversion on its own, for
- * GEMMs that read floats only (cuBLAS). */
+/* x[m×k] (row stride ldx) = X as `type`: the conversion on its own, for
+ * GEMMs that read only their element type (cuBLAS). */
 cudaError_t pp_cuda_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
-                            float *x, uint32_t ldx);
+                            void *x, uint32_t ldx, pp_dtype type);
+
+/* dst[count] = src rounded to `to` (as pp_dtype_round does), stored as
+ * `to` or, with as_floats, as floats holding those values. */
+cudaError_t pp_cuda_cast(cudaStream_t stream, const float *src, size_t count, pp_dtype to,
+                         bool as_floats, void *dst);
 
 /* rows × row_bytes from src (row pitch spitch) to dst (dpitch), both in
  * device memory; 16-byte moves when everything is 16-byte aligned. */
@@ -187,9 +193,10 @@ cudaError_t pp_cuda_copy_2d(cudaStream_t stream, void *dst, size_t dpitch, const
  * events so the CPU's launches finish before the GPU reaches it. */
 cudaError_t pp_cuda_spin(cudaStream_t stream, uint32_t microseconds);
 
-/* c[m×n] = act(c + bias) in place; bias may be NULL. */
-cudaError_t pp_cuda_bias_act(cudaStream_t stream, float *c, uint32_t m, uint32_t n, uint32_t ldc,
-                             const float *bias, pp_act act);
+/* c[m×n] = act(c + bias) in place, c of `type` (summed in float, stored
+ * rounded); bias may be NULL. */
+cudaError_t pp_cuda_bias_act(cudaStream_t stream, void *c, pp_dtype type, uint32_t m, uint32_t n,
+                             uint32_t ldc, const float *bias, pp_act act);
 
 #ifdef __cplusplus
 }

@@ -4,16 +4,17 @@
  * a partial sum per output, so H is read once whatever O is. O = 1 is the
  * MatVec. */
 #include "cuda_kernels.h"
+#include "dtype.cuh"
 
 namespace
 {
 
 constexpr int kWarpsPerBlock = 8;
 
-template <int MAX_O>
+template <int MAX_O, typename T>
 __global__ void
 __launch_bounds__(kWarpsPerBlock * 32)
-    rowdot(const float *__restrict__ h, unsigned m, unsigned d, unsigned ldh,
+    rowdot(const T *__restrict__ h, unsigned m, unsigned d, unsigned ldh,
            const float *__restrict__ w1, const float *__restrict__ b1, unsigned o, pp_act act,
            float *__restrict__ y)
 {
@@ -21,13 +22,15 @@ __launch_bounds__(kWarpsPerBlock * 32)
   const unsigned row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= m)
     return;
-  const float *hrow = h + (size_t) row * ldh;
+  const T *hrow = h + (size_t) row * ldh;
   float acc[MAX_O];
 #pragma unroll
   for (int j = 0; j < MAX_O; j++)
     acc[j] = 0.f;
 
-  const bool vec = ldh % 4 == 0 && d % 4 == 0 && (reinterpret_cast<size_t>(h) & 15) == 0 &&
+  /* 16-bit activations (precision=bf16, fp16) are read one at a time. */
+  const bool vec = sizeof(T) == sizeof(float) && ldh % 4 == 0 && d % 4 == 0 &&
+                   (reinterpret_cast<size_t>(h) & 15) == 0 &&
                    (reinterpret_cast<size_t>(w1) & 15) == 0;
   if (vec) {
     for (unsigned k = lane * 4; k < d; k += 32 * 4) {
@@ -42,7 +45,7 @@ __launch_bounds__(kWarpsPerBlock * 32)
     }
   } else {
     for (unsigned k = lane; k < d; k += 32) {
-      const float x = __ldg(hrow + k);
+      const float x = pp::to_float(hrow[k]);
 #pragma unroll
       for (int j = 0; j < MAX_O; j++)
         if (j < (int) o)
@@ -61,25 +64,22 @@ __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-template <int MAX_O>
+template <int MAX_O, typename T>
 cudaError_t
-launch(cudaStream_t stream, const float *h, uint32_t m, uint32_t d, uint32_t ldh, const float *w1,
+launch(cudaStream_t stream, const T *h, uint32_t m, uint32_t d, uint32_t ldh, const float *w1,
        const float *b1, uint32_t o, pp_act act, float *y)
 {
-  rowdot<MAX_O><<<(m + kWarpsPerBlock - 1) / kWarpsPerBlock, kWarpsPerBlock * 32, 0, stream>>>(
+  rowdot<MAX_O, T><<<(m + kWarpsPerBlock - 1) / kWarpsPerBlock, kWarpsPerBlock * 32, 0, stream>>>(
       h, m, d, ldh, w1, b1, o, act, y);
   return cudaGetLastError();
 }
 
-} // namespace
-
-extern "C" cudaError_t
-pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint32_t d, uint32_t ldh,
-               const float *w1, const float *b1, uint32_t o, pp_act act, float *y)
+/* Accumulators are registers: sized to O. */
+template <typename T>
+cudaError_t
+launch_for(cudaStream_t stream, const T *h, uint32_t m, uint32_t d, uint32_t ldh, const float *w1,
+           const float *b1, uint32_t o, pp_act act, float *y)
 {
-  if (!stream || !h || !w1 || !y || m == 0 || d == 0 || ldh < d || o == 0 || o > PP_ROWDOT_MAX_O)
-    return cudaErrorInvalidValue;
-  /* Accumulators are registers: size them to O. */
   if (o == 1)
     return launch<1>(stream, h, m, d, ldh, w1, b1, o, act, y);
   if (o <= 4)
@@ -89,4 +89,19 @@ pp_cuda_rowdot(cudaStream_t stream, const float *h, uint32_t m, uint32_t d, uint
   if (o <= 16)
     return launch<16>(stream, h, m, d, ldh, w1, b1, o, act, y);
   return launch<32>(stream, h, m, d, ldh, w1, b1, o, act, y);
+}
+
+} // namespace
+
+extern "C" cudaError_t
+pp_cuda_rowdot(cudaStream_t stream, const void *h, pp_dtype type, uint32_t m, uint32_t d,
+               uint32_t ldh, const float *w1, const float *b1, uint32_t o, pp_act act, float *y)
+{
+  if (!stream || !h || !w1 || !y || m == 0 || d == 0 || ldh < d || o == 0 || o > PP_ROWDOT_MAX_O ||
+      type >= PP_N_DTYPES)
+    return cudaErrorInvalidValue;
+  cudaError_t err = cudaSuccess;
+  PP_DTYPE_DISPATCH(
+      type, T, err = launch_for(stream, static_cast<const T *>(h), m, d, ldh, w1, b1, o, act, y));
+  return err;
 }

@@ -228,12 +228,12 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   int64_t t0 = pp_now_ns();
   int rc = 0;
   if (b->weights.model_id != model->id)
-    rc = pp_gpu_weights_upload(&b->weights, model, b->device.setup, msg);
+    rc = pp_gpu_weights_upload(&b->weights, model, pp_precision_dtype(b->precision),
+                               b->device.setup, msg);
   b->startup.weights_ms = ms_since(t0);
   b->layout = *layout;
   if (rc == 0)
-    rc = pp_mlp_exec_new(&b->weights, layout, b->precision == PP_PRECISION_TF32, b->device.setup,
-                         &b->exec, msg);
+    rc = pp_mlp_exec_new(&b->weights, layout, b->precision, b->device.setup, &b->exec, msg);
   if (rc == 0)
     rc = configure_plan(b, n_slots, req, msg);
   if (rc < 0) {

@@ -16,19 +16,23 @@ extern "C" {
 #endif
 
 typedef struct {
-  const float *w, *b; /* out×in (nn.Linear layout) and out, or NULL; device */
+  const void *w;  /* out×in (nn.Linear layout) of the call's dtype; device */
+  const float *b; /* out, or NULL; device */
   uint32_t in, out;
   pp_act act;
 } pp_reference_layer;
 
 /* y[n×out] = the layers applied to X (n × layers[0].in); x_scratch holds
- * n×in floats (unused for float input with ld == in), h_scratch[0] and
- * [1] n × the widest hidden layer. The handle's stream is set to `stream`.
+ * n×in values (unused for float input with ld == in at float32),
+ * h_scratch[0] and [1] n × the widest hidden layer. At a 16-bit `dtype` X,
+ * the weights and the activations are of that type (cublasGemmEx adding
+ * in float32), y float. The handle's stream is set to `stream`.
  * Returns a cublasStatus_t, or CUBLAS_STATUS_EXECUTION_FAILED when a kernel
  * launch fails. */
 int pp_cublas_reference_mlp(cublasHandle_t handle, cudaStream_t stream, const pp_cuda_a *x,
                             uint32_t n, const pp_reference_layer *layers, unsigned n_layers,
-                            bool tf32, float *x_scratch, float *const h_scratch[2], float *y);
+                            bool tf32, pp_dtype dtype, void *x_scratch, void *const h_scratch[2],
+                            float *y);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,8 @@
  * milliseconds of start-up, and most plans for small models never call it.
  *
  * One GEMM is C[m×n] = X[m×k]·Wᵀ + bias (ReLU fused where asked), all
- * row-major, W as nn.Linear stores it ([n×k]). Any other activation is the
+ * row-major, W as nn.Linear stores it ([n×k]), X and W of one element type
+ * and C of its own, summed in float32. Any other activation is the
  * caller's to apply after it. Statuses are cuBLAS's (cublasStatus_t). */
 #ifndef PP_CUDA_LT_TABLE_H
 #define PP_CUDA_LT_TABLE_H
@@ -16,9 +17,10 @@
 #include <stdint.h>
 
 #include "cuda_plan.h"
+#include "dtype.h"
 
 /* Bumped whenever the table or what it passes changes shape. */
-#define PP_LT_ABI 1
+#define PP_LT_ABI 2
 #define PP_LT_ENTRY "pp_lt_module_entry"
 #define PP_LT_MODULE_NAME "libpingpong-cublaslt.so"
 /* cuBLASLt's recommended workspace on Hopper, one per stream. */
@@ -29,9 +31,10 @@
 typedef struct {
   uint32_t m, k, n;
   uint32_t ldx, ldc;
-  const float *bias; /* fixed with the plan: weights never move; NULL for none */
-  bool relu;         /* ReLU in the epilogue */
-  bool tf32;         /* TF32 tensor cores adding in FP32; else FP32 */
+  const void *bias; /* C's type; fixed with the plan: weights never move; NULL for none */
+  bool relu;        /* ReLU in the epilogue */
+  bool tf32;        /* float32 X and W on TF32 tensor cores adding in FP32; else FP32 */
+  pp_dtype xw, c;   /* the element types of X and W, and of C */
 } pp_lt_shape;
 
 typedef struct pp_lt_gemm pp_lt_gemm;
@@ -51,7 +54,7 @@ typedef struct {
   /* The GEMM with `algo` (checked against the shape: a cached algorithm
    * that this cuBLAS no longer has fails here). */
   int (*plan)(void *handle, const pp_lt_shape *shape, const pp_gemm_algo *algo, pp_lt_gemm **out);
-  int (*run)(const pp_lt_gemm *g, cudaStream_t stream, const void *x, const void *w, float *c,
+  int (*run)(const pp_lt_gemm *g, cudaStream_t stream, const void *x, const void *w, void *c,
              void *workspace);
   void (*free)(pp_lt_gemm *g);
 } pp_lt_table;

@@ -43,7 +43,9 @@ struct pp_mlp_exec {
   void *w_split;
   float *b_split;
   unsigned split_pieces;
-  bool tf32; /* cuBLAS layers on TF32 tensor cores (precision=tf32) */
+  bool tf32;      /* cuBLAS layers on TF32 tensor cores (precision=tf32) */
+  pp_dtype dtype; /* the activations' type, and X's where it is converted */
+  uint32_t ldh;   /* the activations' row stride, in elements */
 };
 
 static bool
@@ -55,9 +57,14 @@ reads_bytes(const pp_mlp_exec *e)
 /* ---- set-up ------------------------------------------------------------- */
 
 int
-pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, bool tf32,
+pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_precision precision,
                 cudaStream_t setup, pp_mlp_exec **out, char **msg)
 {
+  if (pp_precision_dtype(precision) != w->dtype) {
+    *msg = g_strdup_printf("weights in %s for precision=%s", pp_dtype_name(w->dtype),
+                           pp_precision_name(precision));
+    return -EINVAL;
+  }
   if (layout->k != w->layers[0].in) {
     *msg = g_strdup_printf("frames give K=%u but the model takes %u", layout->k, w->layers[0].in);
     return -EINVAL;
@@ -66,7 +73,10 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, bool tf3
   e->w = w;
   e->layout = *layout;
   e->setup = setup;
-  e->tf32 = tf32;
+  e->tf32 = precision == PP_PRECISION_TF32;
+  e->dtype = w->dtype;
+  /* 16-byte rows for cuBLAS's 16-bit kernels. */
+  e->ldh = e->dtype == PP_DTYPE_F32 ? w->ldh : (w->ldh + 7u) & ~7u;
   e->fused_tile = w->n_layers == 2 ? pp_cuda_fused_tile_for(w->layers[0].out) : PP_N_FUSED_TILES;
   uint32_t outs[PP_MAX_LAYERS];
   for (unsigned i = 0; i < w->n_layers; i++)
@@ -145,18 +155,34 @@ pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame)
 size_t
 pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e)
 {
-  if (e->layout.kind == PP_LAYOUT_TENSOR)
+  if (e->layout.kind == PP_LAYOUT_TENSOR && e->dtype == PP_DTYPE_F32)
     return 0;
-  size_t row = e->layout.k * sizeof(float);
+  size_t row = e->layout.k * pp_dtype_size(e->dtype);
   if (reads_bytes(e))
     row = MAX(row, 2 * pp_cuda_split_kp(e->layout.k) * sizeof(float));
   return (size_t) e->layout.n * row;
+}
+
+size_t
+pp_mlp_exec_hidden_bytes(const pp_mlp_exec *e)
+{
+  return (size_t) e->layout.n * e->ldh * pp_dtype_size(e->dtype);
+}
+
+/* The activations of `which` from sample row0 on. */
+static void *
+hidden_at(const pp_mlp_exec *e, const pp_mlp_buffers *b, unsigned which, uint32_t row0)
+{
+  return (uint8_t *) b->d_h[which] + (size_t) row0 * e->ldh * pp_dtype_size(e->dtype);
 }
 
 bool
 pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
 {
   const pp_gpu_weights *w = e->w;
+  /* Only cuBLAS and the row-dot kernel read 16-bit activations. */
+  if (e->dtype != PP_DTYPE_F32 && path != PP_PATH_CUBLAS && path != PP_PATH_ROWDOT)
+    return false;
   switch (path) {
     case PP_PATH_FUSED:
       return (w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES) ||
@@ -230,18 +256,23 @@ gemm_shape(const pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pie
   const bool last = layer + 1 == e->w->n_layers;
   const bool split = path == PP_PATH_SPLIT;
   const uint32_t k = split ? pieces * pp_cuda_split_kp(e->layout.k) : l->in;
+  const pp_dtype c = last ? PP_DTYPE_F32 : e->dtype;
   return (pp_lt_shape){
     .m = rows,
     .k = k,
     .n = l->out,
     .ldx = split        ? k
            : layer == 0 ? e->layout.k
-                        : e->w->ldh,
-    .ldc = last ? l->out : e->w->ldh,
-    .bias = split ? e->b_split : l->b,
+                        : e->ldh,
+    .ldc = last ? l->out : e->ldh,
+    .bias = split               ? e->b_split
+            : c == PP_DTYPE_F32 ? (const void *) l->b
+                                : l->b16,
     .relu = l->act.kind == PP_ACT_RELU,
     /* split's pieces are exact in TF32 (split_tf32.cu). */
     .tf32 = e->tf32 || split,
+    .xw = e->dtype,
+    .c = c,
   };
 }
 
@@ -350,15 +381,16 @@ results_at(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r)
   return (r->out ? r->out : b->d_out) + (size_t) r->row0 * e->w->o;
 }
 
-/* Where a cuBLASLt layer reads its input: the previous layer's floats, or
- * the frame's, converted first when it is bytes (to floats for cublas, to
- * TF32 pieces for split) unless `converted`. */
+/* Where a cuBLASLt layer reads its input: the previous layer's
+ * activations, or the frame's, converted first when it is bytes or of
+ * another type (to the precision's type for cublas, to TF32 pieces for
+ * split) unless `converted`. */
 static int
 gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, unsigned layer,
            const pp_layer_plan *lp, bool converted, cudaStream_t stream, const void **x, char **msg)
 {
   if (layer > 0) {
-    *x = b->d_h[(layer - 1) % 2] + (size_t) r->row0 * e->w->ldh;
+    *x = hidden_at(e, b, (layer - 1) % 2, r->row0);
     return 0;
   }
   const pp_cuda_a frame = frame_from(b, r);
@@ -369,10 +401,10 @@ gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, 
     if (!converted)
       CUDA_CHECK(pp_cuda_split_convert(stream, &frame, r->n, e->layout.k, lp->pieces, dst));
     *x = dst;
-  } else if (frame.kind != PP_A_F32) {
-    float *dst = (float *) b->d_x + (size_t) r->row0 * e->layout.k;
+  } else if (frame.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32) {
+    void *dst = (uint8_t *) b->d_x + (size_t) r->row0 * e->layout.k * pp_dtype_size(e->dtype);
     if (!converted)
-      CUDA_CHECK(pp_cuda_convert(stream, &frame, r->n, e->layout.k, dst, e->layout.k));
+      CUDA_CHECK(pp_cuda_convert(stream, &frame, r->n, e->layout.k, dst, e->layout.k, e->dtype));
     *x = dst;
   }
   return 0;
@@ -394,20 +426,19 @@ run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
   const pp_gpu_layer *l = &e->w->layers[layer];
   const pp_layer_plan *lp = &plan->layers[layer];
   const bool last = layer + 1 == e->w->n_layers;
-  const uint32_t ldc = last ? l->out : e->w->ldh;
-  float *out = last ? results_at(e, b, r) : b->d_h[layer % 2] + (size_t) r->row0 * ldc;
+  const uint32_t ldc = last ? l->out : e->ldh;
+  void *out = last ? (void *) results_at(e, b, r) : hidden_at(e, b, layer % 2, r->row0);
   switch (lp->path) {
     case PP_PATH_ROWDOT:
-      CUDA_CHECK(pp_cuda_rowdot(stream, b->d_h[(layer - 1) % 2] + (size_t) r->row0 * e->w->ldh,
-                                r->n, l->in, e->w->ldh, l->w, l->b, l->out, l->act, out));
+      CUDA_CHECK(pp_cuda_rowdot(stream, hidden_at(e, b, (layer - 1) % 2, r->row0), e->dtype, r->n,
+                                l->in, e->ldh, l->w, l->b, l->out, l->act, out));
       return 0;
     case PP_PATH_OWN:
     case PP_PATH_OWN_64: {
-      pp_cuda_a x =
-          layer == 0 ? frame_from(b, r)
-                     : (pp_cuda_a){ .kind = PP_A_F32,
-                                    .data = b->d_h[(layer - 1) % 2] + (size_t) r->row0 * e->w->ldh,
-                                    .ld = e->w->ldh };
+      pp_cuda_a x = layer == 0 ? frame_from(b, r)
+                               : (pp_cuda_a){ .kind = PP_A_F32,
+                                              .data = hidden_at(e, b, (layer - 1) % 2, r->row0),
+                                              .ld = e->ldh };
       const pp_gemm_tile tile = lp->path == PP_PATH_OWN ? PP_TILE_128x128 : PP_TILE_64x64;
       CUDA_CHECK(pp_cuda_gemm(stream, &x, r->n, l->in, l->wt, l->ldw, l->b, l->out, l->act, out,
                               ldc, tile));
@@ -424,12 +455,15 @@ run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
         *msg = g_strdup_printf("no cuBLASLt GEMM planned for layer %u on %u rows", layer, r->n);
         return -EINVAL;
       }
-      LT_CHECK(e->lt->run(g, stream, x, lp->path == PP_PATH_SPLIT ? e->w_split : l->w, out,
-                          b->workspace));
+      const void *w = lp->path == PP_PATH_SPLIT  ? e->w_split
+                      : e->dtype == PP_DTYPE_F32 ? (const void *) l->w
+                                                 : l->w16;
+      LT_CHECK(e->lt->run(g, stream, x, w, out, b->workspace));
       /* cuBLASLt's GELU epilogue is not PyTorch's exact GELU: only ReLU
        * goes into the epilogue, the rest follow in our kernel. */
       if (l->act.kind != PP_ACT_RELU && l->act.kind != PP_ACT_IDENTITY)
-        CUDA_CHECK(pp_cuda_bias_act(stream, out, r->n, l->out, ldc, NULL, l->act));
+        CUDA_CHECK(pp_cuda_bias_act(stream, out, last ? PP_DTYPE_F32 : e->dtype, r->n, l->out, ldc,
+                                    NULL, l->act));
       return 0;
     }
     default:
@@ -487,12 +521,13 @@ pp_mlp_exec_run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_m
 /* ---- a frame read in place, layer by layer -------------------------------- */
 
 /* Whether layer 0 reads the frame only through a conversion (cuBLAS on
- * bytes), its GEMM then reading d_x. */
+ * bytes, or at a 16-bit precision), its GEMM then reading d_x. */
 static bool
 converts_first(const pp_mlp_exec *e, const pp_cuda_plan *plan)
 {
   const pp_cuda_path p = plan->layers[0].path;
-  return (p == PP_PATH_CUBLAS || p == PP_PATH_SPLIT) && e->reader.kind != PP_A_F32;
+  return (p == PP_PATH_CUBLAS || p == PP_PATH_SPLIT) &&
+         (e->reader.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32);
 }
 
 bool

@@ -19,8 +19,8 @@
 /* One stream's buffers: a slot's. */
 typedef struct {
   pp_cuda_a x;     /* reads the slot's copy of the frame */
-  void *d_x;       /* the frame converted: floats (cublas) or TF32 pieces (split) */
-  float *d_h[2];   /* hidden activations, N × ldh, taking turns layer by layer */
+  void *d_x;       /* the frame converted: the precision's type (cublas) or TF32 pieces (split) */
+  void *d_h[2];    /* hidden activations in the precision's type, taking turns layer by layer */
   float *d_out;    /* N × O */
   void *workspace; /* cuBLASLt's; NULL when no layer runs on cuBLAS */
   /* The done signal a one-kernel frame raises (cuda_kernels.h). */
@@ -41,16 +41,21 @@ typedef struct {
 
 typedef struct pp_mlp_exec pp_mlp_exec;
 
-/* `tf32`: cuBLAS layers on TF32 tensor cores (precision=tf32). */
-int pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, bool tf32,
+/* `precision`: tf32 runs cuBLAS's layers and the chain kernel on TF32
+ * tensor cores; bf16 and fp16 keep the activations between layers in that
+ * type (w rounded to it: pp_gpu_weights_upload), which cuBLAS's layers and
+ * the row-dot kernel read. */
+int pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_precision precision,
                     cudaStream_t setup, pp_mlp_exec **out, char **msg);
 void pp_mlp_exec_free(pp_mlp_exec *e);
 
 /* A reader of this layout's frames at `frame` (device memory, or pinned
  * host memory the device can address). */
 pp_cuda_a pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame);
-/* Bytes of d_x a buffer set needs, for X as floats or in up to 2 pieces. */
+/* Bytes of d_x a buffer set needs, for X converted or in up to 2 pieces. */
 size_t pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e);
+/* Bytes of each d_h. */
+size_t pp_mlp_exec_hidden_bytes(const pp_mlp_exec *e);
 
 /* Whether `path` can run layer `layer` (a whole-MLP path: the model), on
  * shape alone; cuBLAS also needs its GEMMs planned. */

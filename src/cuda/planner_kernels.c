@@ -215,9 +215,13 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
   plan->small_rows = 1;
   for (unsigned i = 0; i < n; i++)
     plan->layers[i] = (pp_layer_plan){ .path = PP_PATH_OWN, .pieces = p->pieces };
-  /* Every buffer holds real values before anything is timed. */
+  /* Every buffer holds real values before anything is timed (at a 16-bit
+   * precision, where only cuBLAS runs, each layer's candidates write the
+   * next one's input). */
   const pp_mlp_rows whole = { 0, p->layout->n, NULL, NULL, 0 };
-  int rc = pp_mlp_exec_run(p->exec, plan, &p->slot->buf, &whole, p->slot->stream, msg);
+  int rc = pp_mlp_exec_fits(p->exec, PP_PATH_OWN, 0)
+               ? pp_mlp_exec_run(p->exec, plan, &p->slot->buf, &whole, p->slot->stream, msg)
+               : 0;
   for (unsigned i = 0; i < n && rc == 0; i++) {
     if (pp_mlp_exec_fits(p->exec, PP_PATH_ROWDOT, i))
       plan->layers[i].path = PP_PATH_ROWDOT;

@@ -39,7 +39,7 @@ pp_cuda_slot_alloc(pp_cuda_slot *s, unsigned index, const pp_mlp_exec *e, const 
   if (scratch)
     CUDA_CHECK(cudaMalloc(&s->buf.d_x, scratch));
   for (unsigned i = 0; i < 2 && i + 1 < w->n_layers; i++)
-    CUDA_CHECK(cudaMalloc((void **) &s->buf.d_h[i], (size_t) layout->n * w->ldh * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&s->buf.d_h[i], pp_mlp_exec_hidden_bytes(e)));
   CUDA_CHECK(cudaMalloc((void **) &s->buf.d_out, out_bytes));
   if (workspace)
     CUDA_CHECK(cudaMalloc(&s->buf.workspace, PP_LT_WORKSPACE_BYTES));

@@ -16,6 +16,8 @@ pp_gpu_weights_free(pp_gpu_weights *w)
     cudaFree(w->layers[i].w);
     cudaFree(w->layers[i].wt);
     cudaFree(w->layers[i].b);
+    cudaFree(w->layers[i].w16);
+    cudaFree(w->layers[i].b16);
   }
   memset(w, 0, sizeof *w);
 }
@@ -43,10 +45,32 @@ transpose_padded(const float *w, uint32_t rows, uint32_t cols, uint32_t ld)
   return t;
 }
 
+/* The floats of `count` rounded to `t` in place, and a copy in `t`. */
+static int
+round_to(pp_dtype t, float *floats, size_t count, void **copy, cudaStream_t stream, char **msg)
+{
+  CUDA_CHECK(pp_cuda_cast(stream, floats, count, t, true, floats));
+  CUDA_CHECK(cudaMalloc(copy, count * pp_dtype_size(t)));
+  CUDA_CHECK(pp_cuda_cast(stream, floats, count, t, false, *copy));
+  return 0;
+}
+
+static int
+round_layer(pp_gpu_layer *l, pp_dtype t, cudaStream_t stream, char **msg)
+{
+  CUDA_CHECK(pp_cuda_cast(stream, l->wt, (size_t) l->in * l->ldw, t, true, l->wt));
+  int rc = round_to(t, l->w, (size_t) l->out * l->in, &l->w16, stream, msg);
+  if (rc == 0 && l->b)
+    rc = round_to(t, l->b, l->ldw, &l->b16, stream, msg);
+  return rc;
+}
+
 int
-pp_gpu_weights_upload(pp_gpu_weights *w, const pp_model *m, cudaStream_t stream, char **msg)
+pp_gpu_weights_upload(pp_gpu_weights *w, const pp_model *m, pp_dtype dtype, cudaStream_t stream,
+                      char **msg)
 {
   pp_gpu_weights_free(w);
+  w->dtype = dtype;
   float *transposed[PP_MAX_LAYERS] = { NULL };
   int rc = 0;
   w->n_layers = m->n_layers;
@@ -64,6 +88,8 @@ pp_gpu_weights_upload(pp_gpu_weights *w, const pp_model *m, cudaStream_t stream,
                   stream, msg);
     if (rc == 0 && src->b)
       rc = upload(&l->b, src->b, src->out, l->ldw, stream, msg);
+    if (rc == 0 && dtype != PP_DTYPE_F32)
+      rc = round_layer(l, dtype, stream, msg);
   }
   w->o = m->o;
   w->ldh = pp_cuda_pad4(pp_model_max_hidden(m));

@@ -14,6 +14,7 @@
 
 uint64_t seed;
 bool quick;
+pp_precision precision = PP_PRECISION_FP32;
 
 const shape shapes[] = {
   { "gray8 rows 300x40 D=200 O=1",
@@ -146,7 +147,9 @@ setup_run(run *r, const shape *s, const char *path, const char *extra, pp_comple
   }
   g_autofree char *kernels = *path ? kernels_line(r->model, path) : g_strdup("");
   g_autofree char *line = g_strdup_printf("%s %s", kernels, extra ? extra : "");
-  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = completion };
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA,
+                              .completion = completion,
+                              .precision = precision };
   pp_backend *b = NULL;
   if (pp_backend_cuda_new(&opts, &b, &msg) < 0)
     fail_msg("%s", msg);
@@ -201,9 +204,55 @@ pop(run *r, int expect)
   pp_engine_release(r->engine, item.ticket);
 }
 
+/* At bf16 or fp16: each frame against float64 within the precision's
+ * bound, and against the CPU backend at that precision, which rounds
+ * alike: several times closer to it than it is to float64. */
+static void
+check_rounded(run *r, const char *what)
+{
+  const size_t count = (size_t) r->layout.n * r->s->o;
+  const double tol = test_precision_tol(precision);
+  float *cpu[FRAMES];
+  for (int i = 0; i < FRAMES; i++)
+    cpu[i] = g_new(float, count);
+  const pp_backend_options opts = { .kind = PP_BACKEND_CPU, .precision = precision };
+  test_run_frames(&opts, r->model, &r->layout, r->frames, cpu, FRAMES);
+  float *x = g_new(float, (size_t) r->layout.n * r->layout.k);
+  double *ref = g_new(double, count), *mag = g_new(double, count), *cpu_ref = g_new(double, count);
+  double worst[4] = { 0 };
+  for (int i = 0; i < FRAMES; i++) {
+    pp_cpu_gather(&r->layout, r->frames[i], x);
+    test_reference_mlp(r->model, x, r->layout.n, ref, mag);
+    for (size_t j = 0; j < count; j++)
+      cpu_ref[j] = cpu[i][j];
+    const double e[4] = {
+      test_relative_error(r->outputs[i], ref, count),
+      test_scaled_error(r->outputs[i], ref, mag, count),
+      test_relative_error(r->outputs[i], cpu_ref, count),
+      test_relative_error(cpu[i], ref, count),
+    };
+    for (int j = 0; j < 4; j++)
+      worst[j] = MAX(worst[j], e[j]);
+    const double same_tol = PP_SAME_PRECISION_RATIO * e[3] + 1e-7;
+    if (!(e[1] <= tol))
+      fail_msg("%s, frame %d: scaled error %.3e > %.0e", what, i, e[1], tol);
+    if (!(e[2] <= same_tol))
+      fail_msg("%s, frame %d: %.3e from the CPU's %s, which is %.3e from float64", what, i, e[2],
+               pp_precision_name(precision), e[3]);
+    g_free(cpu[i]);
+  }
+  print_message("%s: %s relative %.2e scaled %.2e; from the CPU's %.2e, the CPU's own %.2e\n", what,
+                pp_precision_name(precision), worst[0], worst[1], worst[2], worst[3]);
+  g_free(x), g_free(ref), g_free(mag), g_free(cpu_ref);
+}
+
 void
 check_outputs(run *r, const char *what)
 {
+  if (pp_precision_dtype(precision) != PP_DTYPE_F32) {
+    check_rounded(r, what);
+    return;
+  }
   const size_t count = (size_t) r->layout.n * r->s->o;
   float *x = g_new(float, (size_t) r->layout.n * r->layout.k);
   double *ref = g_new(double, count), *mag = g_new(double, count);

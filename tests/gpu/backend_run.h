@@ -60,9 +60,13 @@ void setup_run(run *r, const shape *s, const char *path, const char *extra,
 /* Frame i in, and the next frame out, which must be frame `expect`. */
 void submit(run *r, int i);
 void pop(run *r, int expect);
-/* Every frame's outputs against the float64 reference. */
+/* Every frame's outputs against the float64 reference; at a 16-bit
+ * precision also against the CPU backend's at that precision. */
 void check_outputs(run *r, const char *what);
 void teardown_run(run *r);
+
+/* The precision setup_run opens the backend with (fp32 unless set). */
+extern pp_precision precision;
 
 /* When set, what the backend's description must say (e.g. "frames=chunks:3"). */
 extern const char *expect_detail;

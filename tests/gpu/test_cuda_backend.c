@@ -43,7 +43,9 @@ expect_configure_error(const pp_frame_layout *layout, const char *forced, const 
   pp_model *model = NULL;
   char *msg = NULL;
   assert_int_equal(pp_model_generate(layout->k, 30, 1, PP_HIDDEN_RELU, &model), 0);
-  pp_backend_options opts = { .kind = PP_BACKEND_CUDA, .completion = PP_COMPLETION_CONSUMER };
+  pp_backend_options opts = { .kind = PP_BACKEND_CUDA,
+                              .completion = PP_COMPLETION_CONSUMER,
+                              .precision = precision };
   pp_backend *b = NULL;
   assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
   pp_engine *engine = pp_engine_new(b, NULL, NULL);
@@ -121,6 +123,43 @@ test_zero_copy(void **state)
               pinned ? "frames=in-place graphs=on" : "frames=in-place graphs=off signal=off",
               modes[(i + pinned) % 2], pinned, 1 + i % 3);
   expect_detail = NULL;
+}
+
+/* bf16 and fp16 on every shape, tuned and layer by layer on cuBLAS, whole
+ * frames, in chunks and in place: against float64 and the CPU backend at
+ * the same precision (check_outputs). */
+static void
+test_precisions(void **state)
+{
+  (void) state;
+  static const pp_precision rounded[] = { PP_PRECISION_BF16, PP_PRECISION_FP16 };
+  for (size_t p = 0; p < G_N_ELEMENTS(rounded); p++) {
+    precision = rounded[p];
+    for (size_t s = 0; s < n_shapes; s++) {
+      run_all(&shapes[s], "", NULL, modes[s % 2], s % 2 == 0, 2);
+      if (quick && s > 0)
+        continue;
+      run_all(&shapes[s], "cublas", "frames=in-place graphs=on", modes[s % 2], true, 1 + s % 2);
+    }
+    run_all(&shapes[0], "cublas", "frames=chunks:4 graphs=off", modes[0], false, 3);
+    run_all(&shapes[4], "cublas", "frames=chunks:2 graphs=on", modes[1], true, 2);
+  }
+  precision = PP_PRECISION_FP32;
+  /* Our own kernels read float32 only: the plan says so. */
+  pp_frame_layout layout;
+  char *msg = NULL;
+  assert_int_equal(pp_layout_for_tensor(8, 8, &layout, &msg), 0);
+  precision = PP_PRECISION_BF16;
+  expect_configure_error(&layout, "kernels=own+rowdot", "layer 0 cannot run on own");
+  precision = PP_PRECISION_FP32;
+}
+
+static int
+reset_precision(void **state)
+{
+  (void) state;
+  precision = PP_PRECISION_FP32;
+  return 0;
 }
 
 static void
@@ -272,6 +311,7 @@ main(void)
     cmocka_unit_test(test_completion_modes_and_graphs),
     cmocka_unit_test(test_chunks),
     cmocka_unit_test(test_zero_copy),
+    cmocka_unit_test_teardown(test_precisions, reset_precision),
     cmocka_unit_test(test_autotune_picks_a_working_path),
     cmocka_unit_test(test_plan_lines),
     cmocka_unit_test(test_flush_and_teardown_in_flight),

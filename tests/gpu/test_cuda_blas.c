@@ -38,7 +38,8 @@ run_gemm(const pp_lt_table *lt, void *handle, const pp_lt_shape *shape, const pp
   assert_int_equal(lt->plan(handle, shape, algo, &g), 0);
   assert_int_equal(lt->run(g, kc_stream, x, w, c, workspace), 0);
   if (act.kind != PP_ACT_RELU && act.kind != PP_ACT_IDENTITY)
-    CHECK_CUDA(pp_cuda_bias_act(kc_stream, c, shape->m, shape->n, shape->ldc, NULL, act));
+    CHECK_CUDA(
+        pp_cuda_bias_act(kc_stream, c, PP_DTYPE_F32, shape->m, shape->n, shape->ldc, NULL, act));
   lt->free(g);
 }
 
@@ -58,7 +59,9 @@ check_lt(test_rng *rng, const pp_lt_table *lt, void *handle, uint32_t m, uint32_
   const uint32_t ldc = pp_cuda_pad4(n);
   float *d_c = device_poisoned((size_t) m * ldc);
   void *ws = device_copy(NULL, PP_LT_WORKSPACE_BYTES);
-  const pp_lt_shape shape = { m, k, n, k, ldc, d_b, act.kind == PP_ACT_RELU, tf32 };
+  const pp_lt_shape shape = {
+    m, k, n, k, ldc, d_b, act.kind == PP_ACT_RELU, tf32, PP_DTYPE_F32, PP_DTYPE_F32
+  };
   pp_gemm_algo algos[PP_LT_MAX_CANDIDATES];
   int found = 0;
   assert_int_equal(lt->candidates(handle, &shape, algos, PP_LT_MAX_CANDIDATES, &found), 0);
@@ -88,7 +91,7 @@ check_lt(test_rng *rng, const pp_lt_table *lt, void *handle, uint32_t m, uint32_
 static void
 check_unknown_algo(const pp_lt_table *lt, void *handle)
 {
-  const pp_lt_shape shape = { 64, 64, 64, 64, 64, NULL, false, false };
+  const pp_lt_shape shape = { 64, 64, 64, 64, 64, NULL, false, false, PP_DTYPE_F32, PP_DTYPE_F32 };
   const pp_gemm_algo bogus = { .id = 100000, .splitk = 1 };
   pp_lt_gemm *g = NULL;
   assert_int_not_equal(lt->plan(handle, &shape, &bogus, &g), 0);
@@ -135,11 +138,11 @@ test_cublas_paths(void **state)
                                         device_copy(ml->b, ml->out * 4), ml->in, ml->out, ml->act };
     }
     float *xs = device_poisoned((size_t) n * k);
-    float *hs[2] = { device_poisoned((size_t) n * d), device_poisoned((size_t) n * d) };
+    void *hs[2] = { device_poisoned((size_t) n * d), device_poisoned((size_t) n * d) };
     float *d_y = device_poisoned((size_t) n * o);
-    assert_int_equal(
-        pp_cublas_reference_mlp(blas, kc_stream, &in.a, n, layers, m->n_layers, false, xs, hs, d_y),
-        CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(pp_cublas_reference_mlp(blas, kc_stream, &in.a, n, layers, m->n_layers, false,
+                                             PP_DTYPE_F32, xs, hs, d_y),
+                     CUBLAS_STATUS_SUCCESS);
     float *y = host_result(d_y, (size_t) n * o);
     double *ref = g_new(double, (size_t) n *o), *mag = g_new(double, (size_t) n *o);
     test_reference_mlp(m, in.x, n, ref, mag);
@@ -185,7 +188,8 @@ check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name
   CHECK_CUDA(
       pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, in.a.scale, in.a.bias, d_b, d_ws, d_bs));
   CHECK_CUDA(pp_cuda_split_convert(kc_stream, &in.a, m, k, pieces, d_xs));
-  const pp_lt_shape shape = { m, ld, n, ld, n, d_bs, act.kind == PP_ACT_RELU, true };
+  const pp_lt_shape shape = { m,    ld,           n,           ld, n, d_bs, act.kind == PP_ACT_RELU,
+                              true, PP_DTYPE_F32, PP_DTYPE_F32 };
   pp_gemm_algo algo;
   int found = 0;
   assert_int_equal(lt->candidates(handle, &shape, &algo, 1, &found), 0);

@@ -27,7 +27,7 @@ upload_weights(const pp_model *m)
 {
   pp_gpu_weights w = { 0 };
   char *msg = NULL;
-  if (pp_gpu_weights_upload(&w, m, kc_stream, &msg) < 0)
+  if (pp_gpu_weights_upload(&w, m, PP_DTYPE_F32, kc_stream, &msg) < 0)
     fail_msg("uploading the weights: %s", msg);
   return w;
 }
@@ -341,7 +341,7 @@ check_rowdot(test_rng *rng, uint32_t n, uint32_t d, uint32_t o, uint32_t ldh, pp
   float *d_w = device_copy(w, (size_t) o * d * sizeof(float));
   float *d_b = device_copy(b, o * sizeof(float));
   float *d_y = device_poisoned((size_t) n * o);
-  CHECK_CUDA(pp_cuda_rowdot(kc_stream, d_h, n, d, ldh, d_w, d_b, o, act, d_y));
+  CHECK_CUDA(pp_cuda_rowdot(kc_stream, d_h, PP_DTYPE_F32, n, d, ldh, d_w, d_b, o, act, d_y));
   float *y = host_result(d_y, (size_t) n * o);
   /* The reference reads H row by row with stride ldh. */
   float *hp = g_new(float, (size_t) n *d);
@@ -373,6 +373,32 @@ test_rowdot(void **state)
 
 /* ---- element-wise --------------------------------------------------------------- */
 
+/* n 16-bit values of type t from the device, as floats. */
+static float *
+host_halves(const void *d, size_t n, pp_dtype t)
+{
+  uint16_t *bits = g_new(uint16_t, n);
+  CHECK_CUDA(cudaMemcpyAsync(bits, d, n * 2, cudaMemcpyDeviceToHost, kc_stream));
+  CHECK_CUDA(cudaStreamSynchronize(kc_stream));
+  float *v = g_new(float, n);
+  for (size_t i = 0; i < n; i++) {
+    if (t == PP_DTYPE_BF16) {
+      const uint32_t u = (uint32_t) bits[i] << 16;
+      memcpy(&v[i], &u, sizeof u);
+      continue;
+    }
+    const int e = (bits[i] >> 10) & 31, f = bits[i] & 1023;
+    const float mag = e == 31  ? (f ? NAN : INFINITY)
+                      : e == 0 ? ldexpf((float) f, -24)
+                               : ldexpf((float) (1024 + f), e - 25);
+    v[i] = bits[i] & 0x8000 ? -mag : mag;
+  }
+  g_free(bits);
+  return v;
+}
+
+static void check_bias_act(test_rng *rng, uint32_t m, uint32_t n, uint32_t ldc);
+
 static void
 test_convert_and_bias_act(void **state)
 {
@@ -394,25 +420,64 @@ test_convert_and_bias_act(void **state)
         make_input(&rng, cases[i].kind, cases[i].format, cases[i].n, cases[i].k, cases[i].patch);
     const size_t count = (size_t) in.layout.n * in.layout.k;
     float *d_x = device_poisoned(count);
-    CHECK_CUDA(pp_cuda_convert(kc_stream, &in.a, in.layout.n, in.layout.k, d_x, in.layout.k));
+    CHECK_CUDA(pp_cuda_convert(kc_stream, &in.a, in.layout.n, in.layout.k, d_x, in.layout.k,
+                               PP_DTYPE_F32));
     float *x = host_result(d_x, count);
     assert_memory_equal(x, in.x, count * sizeof(float)); /* exactly x/255 */
     g_free(x);
+    /* In 16 bits: each value rounded once. */
+    for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+      CHECK_CUDA(pp_cuda_convert(kc_stream, &in.a, in.layout.n, in.layout.k, d_x, in.layout.k, t));
+      float *x16 = host_halves(d_x, count, t);
+      for (size_t j = 0; j < count; j++)
+        if (x16[j] != pp_dtype_round(t, in.x[j]))
+          fail_msg("convert to %s: [%zu] %.9g, want %.9g", pp_dtype_name(t), j, x16[j],
+                   pp_dtype_round(t, in.x[j]));
+      g_free(x16);
+    }
     cudaFree(d_x);
     free_input(&in);
   }
+  for (uint32_t n = 70; n <= 72; n += 2) /* one element a thread, and 16-byte vectors */
+    check_bias_act(&rng, 33, n, 72);
+}
 
-  const uint32_t m = 33, n = 70, ldc = 72;
+/* bias_act on m rows of n (row stride ldc): floats, and each 16-bit type
+ * against the host's act(x + bias) rounded to it. */
+static void
+check_bias_act(test_rng *rng, uint32_t m, uint32_t n, uint32_t ldc)
+{
   float *c = g_new(float, (size_t) m *ldc), *bias = g_new(float, n);
-  test_rng_fill_floats(&rng, c, (size_t) m * ldc, -1, 1);
-  test_rng_fill_floats(&rng, bias, n, -1, 1);
+  test_rng_fill_floats(rng, c, (size_t) m * ldc, -1, 1);
+  test_rng_fill_floats(rng, bias, n, -1, 1);
   float *d_c = device_copy(c, (size_t) m * ldc * sizeof(float));
   float *d_bias = device_copy(bias, n * sizeof(float));
+  void *d_h = device_copy(NULL, (size_t) m * ldc * 2);
+  for (int kind = 0; kind < PP_N_ACTS; kind++) {
+    const pp_act act = { (pp_act_kind) kind, 0.1f };
+    for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+      CHECK_CUDA(pp_cuda_cast(kc_stream, d_c, (size_t) m * ldc, t, false, d_h));
+      CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_h, t, m, n, ldc, d_bias, act));
+      float *got = host_halves(d_h, (size_t) m * ldc, t);
+      for (uint32_t r = 0; r < m; r++)
+        for (uint32_t col = 0; col < ldc; col++) {
+          const float x = pp_dtype_round(t, c[r * ldc + col]);
+          const float want = col < n ? pp_dtype_round(t, pp_act_apply(act, x + bias[col])) : x;
+          /* The GPU's erff/expf/tanhf may differ from the host's in the
+           * last float bit, which can move a rounding by one step. */
+          if (fabsf(got[r * ldc + col] - want) > ldexpf(fabsf(want) + 1e-30f, -7))
+            fail_msg("bias_act %s act%d [%u,%u]: %.9g, want %.9g", pp_dtype_name(t), kind, r, col,
+                     got[r * ldc + col], want);
+        }
+      g_free(got);
+    }
+  }
+  cudaFree(d_h);
   for (int kind = 0; kind < PP_N_ACTS; kind++) {
     const pp_act act = { (pp_act_kind) kind, 0.1f };
     CHECK_CUDA(cudaMemcpyAsync(d_c, c, (size_t) m * ldc * sizeof(float), cudaMemcpyHostToDevice,
                                kc_stream));
-    CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_c, m, n, ldc, d_bias, act));
+    CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_c, PP_DTYPE_F32, m, n, ldc, d_bias, act));
     float *got = host_result(d_c, (size_t) m * ldc);
     for (uint32_t r = 0; r < m; r++)
       for (uint32_t col = 0; col < ldc; col++) {
@@ -446,8 +511,9 @@ test_launchers_check_shapes(void **state)
   assert_int_equal(pp_cuda_mlp_fused(kc_stream, &a, 4, 4, dummy, 260, NULL, 257, ID, dummy, NULL,
                                      ID, dummy, PP_FUSED_D256),
                    cudaErrorInvalidValue); /* d > 256 */
-  assert_int_equal(pp_cuda_rowdot(kc_stream, dummy, 4, 4, 4, dummy, NULL, 33, ID, dummy),
-                   cudaErrorInvalidValue); /* o > 32 */
+  assert_int_equal(
+      pp_cuda_rowdot(kc_stream, dummy, PP_DTYPE_F32, 4, 4, 4, dummy, NULL, 33, ID, dummy),
+      cudaErrorInvalidValue); /* o > 32 */
   const pp_cuda_chain_layer chain[3] = { { NULL, dummy, NULL, 4, 8, 8, ID },
                                          { dummy, NULL, NULL, 8, 8, 0, ID },
                                          { dummy, NULL, NULL, 8, 1, 0, ID } };
@@ -475,8 +541,52 @@ test_launchers_check_shapes(void **state)
                                      ID, dummy, 1, NULL),
                    cudaErrorInvalidValue); /* W0ᵀ not 16-byte aligned */
   pp_cuda_a bytes = { .kind = PP_A_U8_GATHER };
-  assert_int_equal(pp_cuda_convert(kc_stream, &bytes, 4, 4, dummy, 4), cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_convert(kc_stream, &bytes, 4, 4, dummy, 4, PP_DTYPE_F32),
+                   cudaErrorInvalidValue);
   assert_int_equal(pp_cuda_fused_tile_for(300), PP_N_FUSED_TILES);
+}
+
+/* ---- 16-bit types ------------------------------------------------------------- */
+
+/* The GPU's rounding (pp_cuda_cast) is the host's (pp_dtype_round) bit for
+ * bit, on values over every exponent each type has and past it (ties,
+ * subnormals, overflow, NaN), so the CPU backend computes what the GPU
+ * stores. */
+static void
+test_cast_matches_host(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed);
+  enum { N = 1 << 16 };
+  float *v = g_new(float, N);
+  for (size_t i = 0; i < N; i++) {
+    const double mantissa = test_rng_uniform(&rng, 1, 2);
+    const int e = (int) test_rng_uniform(&rng, -140, 130);
+    v[i] = (float) ldexp(i % 2 ? -mantissa : mantissa, e);
+  }
+  /* Exact ties of both types, and the edges the unit test names. */
+  for (size_t i = 0; i < 512; i++) /* float16's ties, then bfloat16's */
+    v[i] = ldexpf(1.0f + (2 * (float) i + 1) * 0x1p-11f, (int) (i % 40) - 20);
+  for (size_t i = 512; i < 1024; i++)
+    v[i] = ldexpf(1.0f + (2 * (float) (i % 64) + 1) * 0x1p-8f, (int) (i % 40) - 20);
+  const float edges[] = { 65504.0f, 65519.0f, 65520.0f, 0x1p-25f, 3 * 0x1p-25f, 0x1p-14f,
+                          -0.0f,    NAN,      INFINITY, 3.4e38f,  0x1p-133f,    3 * 0x1p-134f };
+  memcpy(v + 1024, edges, sizeof edges);
+  float *d_v = device_copy(v, N * sizeof(float));
+  float *d_r = device_poisoned(N);
+  for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+    CHECK_CUDA(pp_cuda_cast(kc_stream, d_v, N, t, true, d_r));
+    float *r = host_result(d_r, N);
+    for (size_t i = 0; i < N; i++) {
+      const float want = pp_dtype_round(t, v[i]);
+      if (memcmp(&want, &r[i], sizeof want) != 0 && !(isnan(want) && isnan(r[i])))
+        fail_msg("%s(%.9g): GPU %.9g, host %.9g", pp_dtype_name(t), v[i], r[i], want);
+    }
+    g_free(r);
+  }
+  cudaFree(d_v), cudaFree(d_r);
+  g_free(v);
 }
 
 /* ---- pitched device copies (frames in CUDA memory) ------------------------------ */
@@ -525,6 +635,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_copy_2d),
+    cmocka_unit_test(test_cast_matches_host),
     cmocka_unit_test(test_gemm),
     cmocka_unit_test(test_gemm_activations),
     cmocka_unit_test(test_fused_mlp),

@@ -26,7 +26,13 @@ struct pp_lt_gemm {
 static cublasComputeType_t
 compute_type(const pp_lt_shape *s)
 {
-  return s->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  return s->tf32 && s->xw == PP_DTYPE_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+static cudaDataType_t
+data_type(pp_dtype t)
+{
+  return t == PP_DTYPE_BF16 ? CUDA_R_16BF : t == PP_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
 static void
@@ -66,9 +72,9 @@ describe(cublasLtHandle_t handle, const pp_lt_shape *s, pp_lt_gemm **out)
   if (s->bias)
     TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &s->bias,
                                        sizeof s->bias));
-  TRY(cublasLtMatrixLayoutCreate(&g->w_layout, CUDA_R_32F, s->k, s->n, s->k));
-  TRY(cublasLtMatrixLayoutCreate(&g->x_layout, CUDA_R_32F, s->k, s->m, s->ldx));
-  TRY(cublasLtMatrixLayoutCreate(&g->c_layout, CUDA_R_32F, s->n, s->m, s->ldc));
+  TRY(cublasLtMatrixLayoutCreate(&g->w_layout, data_type(s->xw), s->k, s->n, s->k));
+  TRY(cublasLtMatrixLayoutCreate(&g->x_layout, data_type(s->xw), s->k, s->m, s->ldx));
+  TRY(cublasLtMatrixLayoutCreate(&g->c_layout, data_type(s->c), s->n, s->m, s->ldc));
   *out = g;
   return CUBLAS_STATUS_SUCCESS;
 fail:
@@ -132,8 +138,9 @@ static cublasStatus_t
 attrs_to_algo(cublasLtHandle_t handle, const pp_lt_shape *s, const pp_gemm_algo *a,
               cublasLtMatmulAlgo_t *algo)
 {
-  cublasStatus_t status = cublasLtMatmulAlgoInit(handle, compute_type(s), CUDA_R_32F, CUDA_R_32F,
-                                                 CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, a->id, algo);
+  const cudaDataType_t xw = data_type(s->xw), c = data_type(s->c);
+  cublasStatus_t status =
+      cublasLtMatmulAlgoInit(handle, compute_type(s), CUDA_R_32F, xw, xw, c, c, a->id, algo);
   for (size_t i = 0; i < N_ALGO_ATTRS && status == CUBLAS_STATUS_SUCCESS; i++)
     if (field_value(a, i) != algo_attrs[i].fallback)
       status = cublasLtMatmulAlgoConfigSetAttribute(
@@ -141,9 +148,21 @@ attrs_to_algo(cublasLtHandle_t handle, const pp_lt_shape *s, const pp_gemm_algo 
   return status;
 }
 
+/* Whether `a` rounds each result once, as the CPU backend does. At a
+ * 16-bit C, split K does not: the in-place and output-type reductions add
+ * rounded parts, and the compute-type one was measured a whole rounding
+ * step off the once-rounded sums (a 50×777 layer, 12 splits). */
+static bool
+rounds_once(const pp_lt_shape *s, const pp_gemm_algo *a)
+{
+  return s->c == PP_DTYPE_F32 || a->splitk == 1 || a->splitk == 0;
+}
+
 static int
 lt_plan(void *handle, const pp_lt_shape *shape, const pp_gemm_algo *algo, pp_lt_gemm **out)
 {
+  if (!rounds_once(shape, algo))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   pp_lt_gemm *g = NULL;
   cublasStatus_t status = describe(handle, shape, &g);
   if (status == CUBLAS_STATUS_SUCCESS)
@@ -169,6 +188,7 @@ lt_candidates(void *handle, const pp_lt_shape *shape, pp_gemm_algo *algos, int m
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t results[PP_LT_MAX_CANDIDATES];
   const size_t workspace = PP_LT_WORKSPACE_BYTES;
+  const int most = max < PP_LT_MAX_CANDIDATES ? max : PP_LT_MAX_CANDIDATES;
   int n = 0;
   *found = 0;
   cublasStatus_t status = describe(handle, shape, &g);
@@ -178,12 +198,17 @@ lt_candidates(void *handle, const pp_lt_shape *shape, pp_gemm_algo *algos, int m
     status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                   &workspace, sizeof workspace);
   if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulAlgoGetHeuristic(
-        handle, g->desc, g->w_layout, g->x_layout, g->c_layout, g->c_layout, pref,
-        max < PP_LT_MAX_CANDIDATES ? max : PP_LT_MAX_CANDIDATES, results, &n);
-  /* Each candidate as its attributes rebuild it: what a plan will run. */
-  for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < n; i++)
-    algo_to_attrs(&results[i].algo, &algos[(*found)++]);
+    status = cublasLtMatmulAlgoGetHeuristic(handle, g->desc, g->w_layout, g->x_layout, g->c_layout,
+                                            g->c_layout, pref, most, results, &n);
+  /* Each candidate as its attributes rebuild it: what a plan will run;
+   * one that splits K where that would round twice, unsplit (lt_plan
+   * checks that cuBLAS runs it so). */
+  for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < n; i++) {
+    pp_gemm_algo *a = &algos[(*found)++];
+    algo_to_attrs(&results[i].algo, a);
+    if (!rounds_once(shape, a))
+      a->splitk = 1, a->reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  }
   if (pref)
     cublasLtMatmulPreferenceDestroy(pref);
   gemm_free(g);
@@ -193,7 +218,7 @@ lt_candidates(void *handle, const pp_lt_shape *shape, pp_gemm_algo *algos, int m
 }
 
 static int
-lt_run(const pp_lt_gemm *g, cudaStream_t stream, const void *x, const void *w, float *c,
+lt_run(const pp_lt_gemm *g, cudaStream_t stream, const void *x, const void *w, void *c,
        void *workspace)
 {
   const float one = 1.0f, zero = 0.0f;
