@@ -194,8 +194,7 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   const pp_tuning tuning = self->settings.tuning;
   const pp_precision precision = self->settings.backend.precision;
   GST_OBJECT_UNLOCK(self);
-  g_autofree gchar *settings =
-      g_strdup_printf("precision=%s", precision == PP_PRECISION_TF32 ? "tf32" : "fp32");
+  g_autofree gchar *settings = g_strdup_printf("precision=%s", pp_precision_name(precision));
   const pp_plan_settings plan = { tuning, forced, NULL, settings };
   pp_plan_outcome outcome;
   gchar *msg = NULL;

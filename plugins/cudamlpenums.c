@@ -45,8 +45,17 @@ DEFINE_ENUM(gst_cuda_mlp_precision_get_type, "GstCudaMlpPrecision",
               "FP32 arithmetic, or for a first layer of bytes exact TF32 pieces of the weights on "
               "tensor cores adding in FP32 (path split: error within a few times FP32's)",
               "fp32" },
-            { PP_PRECISION_TF32, "TF32 tensor cores for the GEMMs, FP32 accumulation (CUDA only)",
-              "tf32" })
+            { PP_PRECISION_TF32,
+              "TF32 tensor cores for the GEMMs, FP32 accumulation (the CPU computes fp32)",
+              "tf32" },
+            { PP_PRECISION_BF16,
+              "Weights rounded to bfloat16 once, activations stored as bfloat16 between layers, "
+              "FP32 accumulation, float32 scores (the CPU rounds the same way)",
+              "bf16" },
+            { PP_PRECISION_FP16,
+              "The same in float16: 3 more bits of significand than bf16, but activations past "
+              "65504 become infinite",
+              "fp16" })
 
 DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
             { PP_COMPLETION_EVENT_THREAD,

@@ -87,7 +87,9 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       "per entry",
       DEFAULT_DEVICE_ID, CONFIG_FLAGS);
   props[PROP_PRECISION] = g_param_spec_enum(
-      "precision", "Precision", "Arithmetic of the GEMMs on the GPU (the CPU always uses fp32)",
+      "precision", "Precision",
+      "Arithmetic of the layers: fp32, tf32 (GPU tensor cores), bf16 or fp16 (weights and "
+      "activations rounded to 16 bits, sums in FP32; the CPU backend rounds alike)",
       GST_TYPE_CUDA_MLP_PRECISION, DEFAULT_PRECISION, CONFIG_FLAGS);
   props[PROP_COMPLETION] =
       g_param_spec_enum("completion", "Completion", "How the GPU tells the element a frame is done",

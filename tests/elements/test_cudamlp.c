@@ -278,6 +278,61 @@ test_rgb_and_bgr_agree(void **state)
   g_free(im.rgba);
 }
 
+/* One random 24×16 RGB frame in 4×4 patches through cudamlp at
+ * `precision`; its 24 × 3 results. */
+static float *
+scores_at(const char *precision, const image *im, test_rng *rng)
+{
+  GstElement *e = make_mlp("hidden-size", 40, "outputs", 3, "patch-size", 4, NULL);
+  gst_util_set_object_arg(G_OBJECT(e), "mapping", "patches");
+  gst_util_set_object_arg(G_OBJECT(e), "precision", precision);
+  GstBus *bus;
+  GstHarness *h = test_harness_for(e, &bus);
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=RGB,width=24,height=16,framerate=0/1");
+  assert_int_equal(gst_harness_push(h, encode_frame(im, &formats[1], rng)), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(h);
+  float *scores = g_new(float, 24 * 3);
+  assert_int_equal(gst_buffer_extract(out, 0, scores, 24 * 3 * sizeof(float)),
+                   24 * 3 * sizeof(float));
+  gst_buffer_unref(out);
+  test_harness_finish(h, bus);
+  return scores;
+}
+
+/* precision=bf16 and fp16 give float32 scores within each precision's
+ * bound of float64, visibly rounded (further from it than fp32). */
+static void
+test_precision_property(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 17);
+  image im = random_image(&rng, 24, 16);
+  uint32_t n, k;
+  float *x = image_to_x(&im, 3, 4, &n, &k);
+  pp_model *model = generated(k, 40, 3, PP_HIDDEN_NONE);
+  double *ref = g_new(double, (size_t) n * 3), *mag = g_new(double, (size_t) n * 3);
+  test_reference_mlp(model, x, n, ref, mag);
+  static const char *const names[] = { "fp32", "bf16", "fp16" };
+  static const pp_precision precisions[] = { PP_PRECISION_FP32, PP_PRECISION_BF16,
+                                             PP_PRECISION_FP16 };
+  double err[3];
+  for (int i = 0; i < 3; i++) {
+    test_rng frame_rng = rng; /* the same padding bytes every time */
+    float *scores = scores_at(names[i], &im, &frame_rng);
+    err[i] = test_scaled_error(scores, ref, mag, (size_t) n * 3);
+    if (!(err[i] <= test_precision_tol(precisions[i])))
+      fail_msg("precision=%s: scaled error %.3e > %.0e", names[i], err[i],
+               test_precision_tol(precisions[i]));
+    g_free(scores);
+  }
+  print_message("scaled error fp32 %.2e, bf16 %.2e, fp16 %.2e\n", err[0], err[1], err[2]);
+  if (!(err[1] > 10 * err[0] && err[2] > 10 * err[0] && err[1] > err[2]))
+    fail_msg("bf16 %.3e and fp16 %.3e against fp32 %.3e: not rounded", err[1], err[2], err[0]);
+  g_free(ref), g_free(mag), g_free(x), g_free(im.rgba);
+  pp_model_free(model);
+}
+
 /* One random 7×45 other/tensors frame through the harness, checked against
  * `model` on the CPU. */
 static void
@@ -580,6 +635,7 @@ main(int argc, char **argv)
     cmocka_unit_test(test_rows_timestamps_and_caps),
     cmocka_unit_test(test_every_format_and_mapping),
     cmocka_unit_test(test_rgb_and_bgr_agree),
+    cmocka_unit_test(test_precision_property),
     cmocka_unit_test(test_tensor_input),
     cmocka_unit_test(test_tensor_input_cwhn),
     cmocka_unit_test(test_generated_layers),
