@@ -5,54 +5,16 @@
  * our conversion kernel before a first layer of bytes); the split path's
  * exact TF32 pieces; the row-dot kernel for a last layer of few outputs; or
  * one kernel for the whole MLP (two layers: fused or small; more, every
- * hidden layer at most 64 wide: the chain kernel, also named fused). */
-#include "mlp_exec.h"
-
+ * hidden layer at most 64 wide: the chain kernel, also named fused). The
+ * cuBLASLt GEMMs themselves are made in mlp_gemms.c. */
 #include <errno.h>
 #include <glib.h>
 #include <string.h>
 
 #include "check.h"
-#include "log.h"
 #include "lt_loader.h"
+#include "mlp_exec_priv.h"
 #include "reader.h"
-#include "timing.h"
-
-/* A layer's cuBLASLt GEMMs: over a whole frame, and over a chunk's rows. */
-typedef struct {
-  pp_lt_gemm *whole, *chunk;
-  pp_cuda_path path; /* what they were planned for: cublas or split */
-  unsigned pieces;
-  uint32_t chunk_rows;
-} layer_gemms;
-
-struct pp_mlp_exec {
-  const pp_gpu_weights *w;
-  pp_frame_layout layout;
-  cudaStream_t setup;
-  int32_t *h_koff, *d_koff;                 /* the reader's per-K offsets (frames of bytes) */
-  pp_cuda_a reader;                         /* at frame NULL: its kind and steps */
-  pp_fused_tile fused_tile;                 /* two layers */
-  bool chain_fits;                          /* more: every hidden layer on chip (mlp_chain) */
-  pp_cuda_chain_layer chain[PP_MAX_LAYERS]; /* its layers, made once */
-  const pp_lt_table *lt;
-  void *lt_handle;
-  layer_gemms gemms[PP_MAX_LAYERS];
-  /* Layer 0 on split: W in `split_pieces` TF32 pieces with the frame's
-   * scale folded in, and the bias the centring moves it by. */
-  void *w_split;
-  float *b_split;
-  unsigned split_pieces;
-  bool tf32;      /* cuBLAS layers on TF32 tensor cores (precision=tf32) */
-  pp_dtype dtype; /* the activations' type, and X's where it is converted */
-  uint32_t ldh;   /* the activations' row stride, in elements */
-};
-
-static bool
-reads_bytes(const pp_mlp_exec *e)
-{
-  return e->reader.kind == PP_A_U8_VEC4 || e->reader.kind == PP_A_U8_GATHER;
-}
 
 /* ---- set-up ------------------------------------------------------------- */
 
@@ -108,37 +70,16 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_preci
   return 0;
 }
 
-static void
-free_split(pp_mlp_exec *e)
-{
-  cudaFree(e->w_split);
-  cudaFree(e->b_split);
-  e->w_split = NULL;
-  e->b_split = NULL;
-  e->split_pieces = 0;
-}
-
-static void
-free_gemms(pp_mlp_exec *e, unsigned layer)
-{
-  layer_gemms *g = &e->gemms[layer];
-  if (e->lt) {
-    e->lt->free(g->whole);
-    e->lt->free(g->chunk);
-  }
-  memset(g, 0, sizeof *g);
-}
-
 void
 pp_mlp_exec_free(pp_mlp_exec *e)
 {
   if (!e)
     return;
   for (unsigned i = 0; i < PP_MAX_LAYERS; i++)
-    free_gemms(e, i);
+    pp_mlp_exec_free_gemms(e, i);
   if (e->lt)
     e->lt->destroy(e->lt_handle);
-  free_split(e);
+  pp_mlp_exec_free_split(e);
   cudaFree(e->d_koff);
   g_free(e->h_koff);
   g_free(e);
@@ -202,122 +143,6 @@ pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
     default:
       return false;
   }
-}
-
-/* ---- cuBLASLt ------------------------------------------------------------ */
-
-int
-pp_mlp_exec_use_cublas(pp_mlp_exec *e, double *load_ms, char **msg)
-{
-  if (load_ms)
-    *load_ms = 0;
-  if (e->lt)
-    return 0;
-  const pp_lt_table *lt = pp_lt_get(load_ms, msg);
-  if (!lt)
-    return -ENOTSUP;
-  void *handle = NULL;
-  const int64_t t0 = pp_now_ns();
-  const int status = lt->create(&handle);
-  pp_log(PP_LOG_DEBUG, "cuda", "cublasLtCreate: %.1f ms", (pp_now_ns() - t0) / 1e6);
-  if (status != 0)
-    return pp_cuda_fail_text(msg, "cublasLtCreate", lt->status_string(status), __FILE__, __LINE__);
-  e->lt = lt;
-  e->lt_handle = handle;
-  return 0;
-}
-
-/* Layer 0's split weights for `pieces`, made now if need be. */
-static int
-ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
-{
-  if (e->split_pieces == pieces)
-    return 0;
-  free_split(e);
-  const int64_t t0 = pp_now_ns();
-  const pp_gpu_layer *l = &e->w->layers[0];
-  const size_t row = pieces * pp_cuda_split_kp(e->layout.k);
-  CUDA_CHECK(cudaMalloc(&e->w_split, (size_t) l->out * row * sizeof(float)));
-  CUDA_CHECK(cudaMalloc((void **) &e->b_split, l->out * sizeof(float)));
-  CUDA_CHECK(pp_cuda_split_weights(e->setup, l->w, l->out, l->in, pieces, e->reader.scale,
-                                   e->reader.bias, l->b, e->w_split, e->b_split));
-  CUDA_CHECK(cudaStreamSynchronize(e->setup));
-  e->split_pieces = pieces;
-  pp_log(PP_LOG_DEBUG, "cuda", "layer 0's weights split in %u pieces: %.1f ms", pieces,
-         (pp_now_ns() - t0) / 1e6);
-  return 0;
-}
-
-/* Layer `layer`'s GEMM as cuBLASLt sees it, over `rows` samples. */
-static pp_lt_shape
-gemm_shape(const pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces, uint32_t rows)
-{
-  const pp_gpu_layer *l = &e->w->layers[layer];
-  const bool last = layer + 1 == e->w->n_layers;
-  const bool split = path == PP_PATH_SPLIT;
-  const uint32_t k = split ? pieces * pp_cuda_split_kp(e->layout.k) : l->in;
-  const pp_dtype c = last ? PP_DTYPE_F32 : e->dtype;
-  return (pp_lt_shape){
-    .m = rows,
-    .k = k,
-    .n = l->out,
-    .ldx = split        ? k
-           : layer == 0 ? e->layout.k
-                        : e->ldh,
-    .ldc = last ? l->out : e->ldh,
-    .bias = split               ? e->b_split
-            : c == PP_DTYPE_F32 ? (const void *) l->b
-                                : l->b16,
-    .relu = l->act.kind == PP_ACT_RELU,
-    /* split's pieces are exact in TF32 (split_tf32.cu). */
-    .tf32 = e->tf32 || split,
-    .xw = e->dtype,
-    .c = c,
-  };
-}
-
-int
-pp_mlp_exec_gemm_candidates(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
-                            uint32_t rows, pp_gemm_algo *algos, int max, int *found, char **msg)
-{
-  int rc = pp_mlp_exec_use_cublas(e, NULL, msg);
-  if (rc == 0 && path == PP_PATH_SPLIT)
-    rc = ensure_split(e, pieces, msg);
-  if (rc < 0)
-    return rc;
-  const pp_lt_shape shape = gemm_shape(e, layer, path, pieces, rows);
-  LT_CHECK(e->lt->candidates(e->lt_handle, &shape, algos, max, found));
-  return 0;
-}
-
-int
-pp_mlp_exec_set_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
-                     uint32_t rows, const pp_gemm_algo *algo, char **msg)
-{
-  int rc = pp_mlp_exec_use_cublas(e, NULL, msg);
-  if (rc == 0 && path == PP_PATH_SPLIT)
-    rc = ensure_split(e, pieces, msg);
-  if (rc < 0)
-    return rc;
-  layer_gemms *g = &e->gemms[layer];
-  const bool whole = rows == e->layout.n;
-  const pp_lt_shape shape = gemm_shape(e, layer, path, pieces, rows);
-  pp_lt_gemm *made = NULL;
-  const int64_t t0 = pp_now_ns();
-  LT_CHECK(e->lt->plan(e->lt_handle, &shape, algo, &made));
-  pp_log(PP_LOG_DEBUG, "cuda", "layer %u's cuBLASLt algorithm for %u rows: %.1f ms", layer, rows,
-         (pp_now_ns() - t0) / 1e6);
-  if (g->path != path || g->pieces != pieces) {
-    free_gemms(e, layer);
-    g->path = path;
-    g->pieces = pieces;
-  }
-  pp_lt_gemm **slot = whole ? &g->whole : &g->chunk;
-  e->lt->free(*slot);
-  *slot = made;
-  if (!whole)
-    g->chunk_rows = rows;
-  return 0;
 }
 
 int
@@ -410,15 +235,6 @@ gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, 
   return 0;
 }
 
-static const pp_lt_gemm *
-gemm_for(const pp_mlp_exec *e, unsigned layer, uint32_t rows)
-{
-  const layer_gemms *g = &e->gemms[layer];
-  if (rows == e->layout.n)
-    return g->whole;
-  return rows == g->chunk_rows ? g->chunk : NULL;
-}
-
 static int
 run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,
           const pp_mlp_rows *r, unsigned layer, bool converted, cudaStream_t stream, char **msg)
@@ -450,7 +266,7 @@ run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
       const int rc = gemm_input(e, b, r, layer, lp, converted, stream, &x, msg);
       if (rc < 0)
         return rc;
-      const pp_lt_gemm *g = gemm_for(e, layer, r->n);
+      const pp_lt_gemm *g = pp_mlp_exec_gemm_for(e, layer, r->n);
       if (!g || !e->lt) {
         *msg = g_strdup_printf("no cuBLASLt GEMM planned for layer %u on %u rows", layer, r->n);
         return -EINVAL;
