@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <glib.h>
-#include <string.h>
 
 #include "cuda_host.h"
 #include "host_memory.h"
@@ -180,33 +179,6 @@ pp_completion
 pp_completion_resolve(pp_completion completion)
 {
   return completion == PP_COMPLETION_AUTO ? PP_COMPLETION_CONSUMER : completion;
-}
-
-static const char *const precision_names[PP_N_PRECISIONS] = { "fp32", "tf32", "bf16", "fp16" };
-
-const char *
-pp_precision_name(pp_precision precision)
-{
-  return precision < PP_N_PRECISIONS ? precision_names[precision] : "?";
-}
-
-int
-pp_precision_parse(const char *name, pp_precision *out)
-{
-  for (int i = 0; i < PP_N_PRECISIONS; i++)
-    if (name && strcmp(name, precision_names[i]) == 0) {
-      *out = (pp_precision) i;
-      return 0;
-    }
-  return -EINVAL;
-}
-
-pp_dtype
-pp_precision_dtype(pp_precision precision)
-{
-  return precision == PP_PRECISION_BF16   ? PP_DTYPE_BF16
-         : precision == PP_PRECISION_FP16 ? PP_DTYPE_F16
-                                          : PP_DTYPE_F32;
 }
 
 const char *

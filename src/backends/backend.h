@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtype.h"
 #include "frame_layout.h"
 #include "model.h"
+#include "precision.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
 #define PP_BACKEND_ABI 6
@@ -163,25 +163,6 @@ typedef enum {
   PP_BACKEND_CUDA,
   PP_BACKEND_CPU,
 } pp_backend_kind;
-
-/* The arithmetic of a backend's layers. fp32 and tf32 keep every tensor in
- * float32 (tf32: cuBLAS's GEMMs on TF32 tensor cores); bf16 and fp16 round
- * the weights once at configure and each layer's activations as they are
- * stored, adding in float32; results are float32 at every precision. */
-typedef enum {
-  PP_PRECISION_FP32,
-  PP_PRECISION_TF32,
-  PP_PRECISION_BF16,
-  PP_PRECISION_FP16,
-  PP_N_PRECISIONS,
-} pp_precision;
-
-/* "fp32", "tf32", "bf16", "fp16": the element's and the benchmark's names. */
-const char *pp_precision_name(pp_precision precision);
-/* The name back; -EINVAL for anything else. */
-int pp_precision_parse(const char *name, pp_precision *out);
-/* The type weights and activations are stored in. */
-pp_dtype pp_precision_dtype(pp_precision precision);
 
 /* What PP_COMPLETION_AUTO means: the one place it is decided. Backends
  * are only ever given the result. */
