@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/**
+ * SECTION:element-scorepublish
+ * @title: scorepublish
+ *
+ * Sends each frame's scores, as cudamlp computed them, to where a site's
+ * other systems read them: one JSON message per frame to an MQTT broker
+ * (#GstScorePublish:broker, topic per stream) and/or one JSON line per
+ * frame to a file (#GstScorePublish:location). A message holds the
+ * stream's name, the frame's number and timestamp, the scores' shape,
+ * their minimum, maximum and mean, the cells above
+ * #GstScorePublish:threshold and, with #GstScorePublish:grid, every score.
+ *
+ * Every frame is accounted for: sent to the broker (and then acknowledged
+ * by it, at QoS 1 or 2), or counted as unpublished while the broker is
+ * away. A broker that goes away is a warning on the bus, once per outage;
+ * the element reconnects by itself and says so when it is back. At EOS it
+ * waits up to 2 s for the broker's acknowledgements and posts a
+ * "scorepublish-summary" element message with the counts, which
+ * #GstScorePublish:stats also reads.
+ *
+ * It takes cudamlp's output as it comes: frames carrying the scores meta
+ * (`output=video-meta`) or other/tensors buffers of float32 scores
+ * (`output=tensors`).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m videotestsrc num-buffers=100 ! cudamlp output=video-meta ! scorepublish stream-name=cam1 broker=localhost location=cam1.jsonl
+ * ]|
+ */
+#include "gstscorepublish.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pingpong/ppscores.h"
+#include "scorejson.h"
+#include "tensorcaps.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_score_publish_debug);
+#define GST_CAT_DEFAULT gst_score_publish_debug
+
+#define DEFAULT_QOS 1
+#define DEFAULT_THRESHOLD 0.5
+#define DEFAULT_MAX_CELLS 100
+/* How long EOS waits for the broker to acknowledge what was sent. */
+#define FLUSH_MS 2000
+/* How long start waits for the first connection. */
+#define CONNECT_WAIT_MS 1000
+
+enum {
+  PROP_0,
+  PROP_STREAM_NAME,
+  PROP_LOCATION,
+  PROP_BROKER,
+  PROP_TOPIC,
+  PROP_QOS,
+  PROP_THRESHOLD,
+  PROP_MAX_CELLS,
+  PROP_GRID,
+  PROP_STATS,
+};
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS("video/x-raw(ANY); other/tensors, types=float32"));
+
+#define gst_score_publish_parent_class parent_class
+G_DEFINE_TYPE(GstScorePublish, gst_score_publish, GST_TYPE_BASE_SINK);
+GST_ELEMENT_REGISTER_DEFINE(scorepublish, "scorepublish", GST_RANK_NONE, GST_TYPE_SCORE_PUBLISH);
+
+/* ---- the broker's comings and goings (libmosquitto's thread) ------------ */
+
+static void
+broker_changed(gpointer data, gboolean connected, const char *reason)
+{
+  GstScorePublish *self = data;
+  if (connected) {
+    GST_INFO_OBJECT(self, "connected to the MQTT broker at %s", self->broker);
+    gst_element_post_message(
+        GST_ELEMENT(self),
+        gst_message_new_element(
+            GST_OBJECT(self),
+            gst_structure_new("scorepublish-broker", "connected", G_TYPE_BOOLEAN, TRUE, NULL)));
+  } else {
+    GST_INFO_OBJECT(self, "the MQTT broker at %s went away: %s", self->broker, reason);
+  }
+}
+
+/* ---- start and stop ------------------------------------------------------- */
+
+static gboolean
+open_link(GstScorePublish *self)
+{
+  gchar *host = NULL, *why = NULL;
+  int port;
+  if (!gst_pp_mqtt_parse_broker(self->broker, &host, &port)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("broker=\"%s\" is not a broker: give host or host:port (1883 when left "
+                       "out).",
+                       self->broker),
+                      (NULL));
+    return FALSE;
+  }
+  gchar *client = g_strdup_printf("pingpong-%s-%d", self->name_used, (int) getpid());
+  self->link = gst_pp_mqtt_link_new(host, port, client, broker_changed, self, &why);
+  g_free(client);
+  g_free(host);
+  if (!self->link) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                      ("Could not use the MQTT broker \"%s\": %s.", self->broker, why), (NULL));
+    g_free(why);
+    return FALSE;
+  }
+  /* Frames that come before the first connection would be unpublished
+   * though the broker is up: give it a moment (a broker that is down is
+   * said with the first frame). */
+  gst_pp_mqtt_link_wait_connected(self->link, CONNECT_WAIT_MS);
+  return TRUE;
+}
+
+static gboolean
+gst_score_publish_start(GstBaseSink *sink)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(sink);
+  GST_OBJECT_LOCK(self);
+  self->name_used = g_strdup(self->stream_name ? self->stream_name : GST_OBJECT_NAME(self));
+  self->topic_used =
+      self->topic ? g_strdup(self->topic) : g_strdup_printf("pingpong/%s/scores", self->name_used);
+  self->frames = self->written = self->published = self->unpublished = self->outages = 0;
+  self->outage_said = FALSE;
+  const gboolean nowhere = !self->location && !self->broker;
+  GST_OBJECT_UNLOCK(self);
+  if (nowhere) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("scorepublish has nowhere to send the scores: set broker=host[:port] "
+                       "and/or location=FILE."),
+                      (NULL));
+    return FALSE;
+  }
+  if (self->location && !(self->file = fopen(self->location, "w"))) {
+    GST_ELEMENT_ERROR(
+        self, RESOURCE, OPEN_WRITE,
+        ("Could not open \"%s\" to write the scores: %s.", self->location, g_strerror(errno)),
+        (NULL));
+    return FALSE;
+  }
+  return !self->broker || open_link(self);
+}
+
+static gboolean
+gst_score_publish_stop(GstBaseSink *sink)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(sink);
+  g_clear_pointer(&self->link, gst_pp_mqtt_link_free);
+  if (self->file)
+    fclose(self->file);
+  self->file = NULL;
+  g_clear_pointer(&self->name_used, g_free);
+  g_clear_pointer(&self->topic_used, g_free);
+  return TRUE;
+}
+
+static gboolean
+gst_score_publish_set_caps(GstBaseSink *sink, GstCaps *caps)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(sink);
+  const GstStructure *s = gst_caps_get_structure(caps, 0);
+  self->tensor_samples = self->tensor_outputs = 0;
+  if (!gst_structure_has_name(s, "other/tensors"))
+    return TRUE;
+  const gchar *dims = gst_structure_get_string(s, "dimensions");
+  guint k, n, grouped;
+  if (!dims || !pp_parse_tensor_dimensions(dims, 0, &k, &n, &grouped)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("other/tensors caps without dimensions scorepublish can read: %s.",
+                       dims ? dims : "none given"),
+                      (NULL));
+    return FALSE;
+  }
+  self->tensor_outputs = k;
+  self->tensor_samples = n;
+  return TRUE;
+}
+
+/* ---- each frame ------------------------------------------------------------ */
+
+/* The frame's scores from its meta, or the buffer itself for tensors;
+ * `map` is unmapped by the caller where it was used. */
+static gboolean
+read_scores(GstScorePublish *self, GstBuffer *buf, GstPpScoreFrame *f, GstMapInfo *map,
+            gboolean *mapped)
+{
+  *mapped = FALSE;
+  const GstStructure *s = pp_scores_meta_get(buf);
+  if (s) {
+    gsize size;
+    *f = (GstPpScoreFrame){ .mapping = gst_structure_get_string(s, "mapping") };
+    f->data = pp_scores_meta_data(s, &size);
+    gst_structure_get_uint(s, "samples", &f->samples);
+    gst_structure_get_uint(s, "outputs", &f->outputs);
+    gst_structure_get_uint(s, "grid-width", &f->grid_width);
+    gst_structure_get_uint(s, "grid-height", &f->grid_height);
+    return f->data && f->mapping && size >= (gsize) f->samples * f->outputs * sizeof(float);
+  }
+  if (!self->tensor_outputs || !gst_buffer_map(buf, map, GST_MAP_READ))
+    return FALSE;
+  *mapped = TRUE;
+  *f = (GstPpScoreFrame){
+    (const float *) map->data, self->tensor_samples, self->tensor_outputs, "tensor", 1,
+    self->tensor_samples
+  };
+  return map->size >= (gsize) f->samples * f->outputs * sizeof(float);
+}
+
+/* To the broker, or counted as unpublished: said once per outage. */
+static void
+publish(GstScorePublish *self, const gchar *json, gint qos)
+{
+  const char *why = NULL;
+  const gboolean sent =
+      gst_pp_mqtt_link_publish(self->link, self->topic_used, json, strlen(json), qos, &why);
+  GST_OBJECT_LOCK(self);
+  if (sent)
+    self->published++;
+  else
+    self->unpublished++;
+  const gboolean new_outage = !sent && !self->outage_said;
+  if (new_outage)
+    self->outages++;
+  GST_OBJECT_UNLOCK(self);
+  if (sent) {
+    self->outage_said = FALSE;
+  } else if (new_outage) {
+    self->outage_said = TRUE;
+    GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                        ("The MQTT broker at %s is not reachable (%s): frames are counted as "
+                         "unpublished until it is back.",
+                         self->broker, why),
+                        (NULL));
+  }
+}
+
+static GstFlowReturn
+gst_score_publish_render(GstBaseSink *sink, GstBuffer *buf)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(sink);
+  GstPpScoreFrame f;
+  GstMapInfo map;
+  gboolean mapped;
+  if (!read_scores(self, buf, &f, &map, &mapped)) {
+    if (mapped)
+      gst_buffer_unmap(buf, &map);
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("scorepublish got a buffer without scores: give it cudamlp's output "
+                       "(output=video-meta, or output=tensors)."),
+                      (NULL));
+    return GST_FLOW_ERROR;
+  }
+  GST_OBJECT_LOCK(self);
+  const GstPpScoreMessage m = { self->name_used, self->frames,    GST_BUFFER_PTS(buf),
+                                self->threshold, self->max_cells, self->grid };
+  const gint qos = self->qos;
+  self->frames++;
+  GST_OBJECT_UNLOCK(self);
+  gchar *json = gst_pp_score_json(&m, &f);
+  if (mapped)
+    gst_buffer_unmap(buf, &map);
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (self->file) {
+    if (fputs(json, self->file) < 0 || fputc('\n', self->file) < 0 || fflush(self->file) != 0) {
+      GST_ELEMENT_ERROR(
+          self, RESOURCE, WRITE,
+          ("Could not write the scores to \"%s\": %s.", self->location, g_strerror(errno)), (NULL));
+      ret = GST_FLOW_ERROR;
+    } else {
+      GST_OBJECT_LOCK(self);
+      self->written++;
+      GST_OBJECT_UNLOCK(self);
+    }
+  }
+  if (ret == GST_FLOW_OK && self->link)
+    publish(self, json, qos);
+  g_free(json);
+  return ret;
+}
+
+static GstStructure *
+stats(GstScorePublish *self, guint64 unacknowledged)
+{
+  GST_OBJECT_LOCK(self);
+  GstStructure *s = gst_structure_new(
+      "scorepublish-summary", "stream", G_TYPE_STRING,
+      self->name_used ? self->name_used : GST_OBJECT_NAME(self), "frames", G_TYPE_UINT64,
+      self->frames, "written", G_TYPE_UINT64, self->written, "published", G_TYPE_UINT64,
+      self->published, "acknowledged", G_TYPE_UINT64,
+      self->link ? gst_pp_mqtt_link_done(self->link) : (guint64) 0, "unacknowledged", G_TYPE_UINT64,
+      unacknowledged, "unpublished", G_TYPE_UINT64, self->unpublished, "outages", G_TYPE_UINT64,
+      self->outages, NULL);
+  GST_OBJECT_UNLOCK(self);
+  return s;
+}
+
+static gboolean
+gst_score_publish_event(GstBaseSink *sink, GstEvent *event)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(sink);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
+    const guint64 left = self->link ? gst_pp_mqtt_link_flush(self->link, FLUSH_MS) : 0;
+    GstStructure *s = stats(self, left);
+    gchar *line = gst_structure_to_string(s);
+    GST_INFO_OBJECT(self, "%s", line);
+    g_free(line);
+    gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+  }
+  return GST_BASE_SINK_CLASS(parent_class)->event(sink, event);
+}
+
+/* ---- properties ------------------------------------------------------------- */
+
+static void
+gst_score_publish_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(object);
+  GST_OBJECT_LOCK(self);
+  switch (id) {
+    case PROP_STREAM_NAME:
+      g_free(self->stream_name), self->stream_name = g_value_dup_string(value);
+      break;
+    case PROP_LOCATION:
+      g_free(self->location), self->location = g_value_dup_string(value);
+      break;
+    case PROP_BROKER:
+      g_free(self->broker), self->broker = g_value_dup_string(value);
+      break;
+    case PROP_TOPIC:
+      g_free(self->topic), self->topic = g_value_dup_string(value);
+      break;
+    case PROP_QOS:
+      self->qos = g_value_get_int(value);
+      break;
+    case PROP_THRESHOLD:
+      self->threshold = g_value_get_double(value);
+      break;
+    case PROP_MAX_CELLS:
+      self->max_cells = g_value_get_uint(value);
+      break;
+    case PROP_GRID:
+      self->grid = g_value_get_boolean(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_score_publish_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(object);
+  if (id == PROP_STATS) {
+    g_value_take_boxed(value, stats(self, 0));
+    return;
+  }
+  GST_OBJECT_LOCK(self);
+  switch (id) {
+    case PROP_STREAM_NAME:
+      g_value_set_string(value, self->stream_name);
+      break;
+    case PROP_LOCATION:
+      g_value_set_string(value, self->location);
+      break;
+    case PROP_BROKER:
+      g_value_set_string(value, self->broker);
+      break;
+    case PROP_TOPIC:
+      g_value_set_string(value, self->topic);
+      break;
+    case PROP_QOS:
+      g_value_set_int(value, self->qos);
+      break;
+    case PROP_THRESHOLD:
+      g_value_set_double(value, self->threshold);
+      break;
+    case PROP_MAX_CELLS:
+      g_value_set_uint(value, self->max_cells);
+      break;
+    case PROP_GRID:
+      g_value_set_boolean(value, self->grid);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_score_publish_finalize(GObject *object)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(object);
+  g_free(self->stream_name), g_free(self->location), g_free(self->broker), g_free(self->topic);
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+static void
+gst_score_publish_class_init(GstScorePublishClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseSinkClass *sink_class = GST_BASE_SINK_CLASS(klass);
+  gobject_class->set_property = gst_score_publish_set_property;
+  gobject_class->get_property = gst_score_publish_get_property;
+  gobject_class->finalize = gst_score_publish_finalize;
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  g_object_class_install_property(
+      gobject_class, PROP_STREAM_NAME,
+      g_param_spec_string("stream-name", "Stream name",
+                          "The stream's name in each message and in the default topic (unset: "
+                          "the element's name)",
+                          NULL, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LOCATION,
+      g_param_spec_string("location", "Location",
+                          "A file to write each frame's message to, one JSON line per frame "
+                          "(unset: none)",
+                          NULL, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_BROKER,
+      g_param_spec_string("broker", "Broker",
+                          "The MQTT broker as host or host:port (port 1883 when left out); "
+                          "unset: no MQTT. Reconnects by itself after the broker goes away",
+                          NULL, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_TOPIC,
+      g_param_spec_string("topic", "Topic", "The MQTT topic (unset: pingpong/<stream-name>/scores)",
+                          NULL, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_QOS,
+      g_param_spec_int("qos", "QoS",
+                       "MQTT quality of service: 0 at most once, 1 at least once "
+                       "(acknowledged by the broker), 2 exactly once",
+                       0, 2, DEFAULT_QOS, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_THRESHOLD,
+      g_param_spec_double("threshold", "Threshold",
+                          "Cells with a score above this are listed in each message", -G_MAXDOUBLE,
+                          G_MAXDOUBLE, DEFAULT_THRESHOLD, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_CELLS,
+      g_param_spec_uint("max-cells", "Max cells",
+                        "At most this many cells above the threshold are listed (above-count "
+                        "counts them all)",
+                        0, G_MAXUINT, DEFAULT_MAX_CELLS, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_GRID,
+      g_param_spec_boolean("grid", "Grid",
+                           "Every score in each message too, as base64 of its float32 bytes "
+                           "(scores-float32, sample-major)",
+                           FALSE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics",
+                         "frames in; lines written; messages published (handed to the broker), "
+                         "acknowledged by it, unpublished (the broker away); outages",
+                         GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_set_static_metadata(element_class, "Scores publisher", "Sink/Network",
+                                        "Sends each frame's scores as JSON to an MQTT broker "
+                                        "and/or a file of JSON lines, every frame accounted for",
+                                        "pingpong");
+  sink_class->start = gst_score_publish_start;
+  sink_class->stop = gst_score_publish_stop;
+  sink_class->set_caps = gst_score_publish_set_caps;
+  sink_class->render = gst_score_publish_render;
+  sink_class->event = gst_score_publish_event;
+  GST_DEBUG_CATEGORY_INIT(gst_score_publish_debug, "scorepublish", 0, "scores to MQTT and JSON");
+}
+
+static void
+gst_score_publish_init(GstScorePublish *self)
+{
+  self->qos = DEFAULT_QOS;
+  self->threshold = DEFAULT_THRESHOLD;
+  self->max_cells = DEFAULT_MAX_CELLS;
+  /* Scores go out as they come, whatever the clock says. */
+  gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
+}
