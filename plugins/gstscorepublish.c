@@ -13,7 +13,11 @@
  *
  * Every frame is accounted for: sent to the broker (and then acknowledged
  * by it, at QoS 1 or 2), or counted as unpublished while the broker is
- * away. A broker that goes away is a warning on the bus, once per outage;
+ * away. Frames that never reached it (lost on the network, dropped by a
+ * jitterbuffer or a decoder) are counted too, where the caps give a frame
+ * rate: a gap between two frames' timestamps is that many frames missing,
+ * each gap an element message ("scorepublish-missing") and the message
+ * after it saying "missing-before". A broker that goes away is a warning on the bus, once per outage;
  * the element reconnects by itself and says so when it is back. At EOS it
  * waits up to 2 s for the broker's acknowledgements and posts a
  * "scorepublish-summary" element message with the counts, which
@@ -129,6 +133,8 @@ gst_score_publish_start(GstBaseSink *sink)
   self->topic_used =
       self->topic ? g_strdup(self->topic) : g_strdup_printf("pingpong/%s/scores", self->name_used);
   self->frames = self->written = self->published = self->unpublished = self->outages = 0;
+  self->missing = 0;
+  self->last_pts = GST_CLOCK_TIME_NONE;
   self->outage_said = FALSE;
   const gboolean nowhere = !self->location && !self->broker;
   GST_OBJECT_UNLOCK(self);
@@ -168,6 +174,10 @@ gst_score_publish_set_caps(GstBaseSink *sink, GstCaps *caps)
   GstScorePublish *self = GST_SCORE_PUBLISH(sink);
   const GstStructure *s = gst_caps_get_structure(caps, 0);
   self->tensor_samples = self->tensor_outputs = 0;
+  gint fps_n = 0, fps_d = 1;
+  self->frame_duration = gst_structure_get_fraction(s, "framerate", &fps_n, &fps_d) && fps_n > 0
+                             ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n)
+                             : 0;
   if (!gst_structure_has_name(s, "other/tensors"))
     return TRUE;
   const gchar *dims = gst_structure_get_string(s, "dimensions");
@@ -242,6 +252,34 @@ publish(GstScorePublish *self, const gchar *json, gint qos)
   }
 }
 
+/* Frames missing before `pts`: the gap from the last frame in whole
+ * frame durations, less one; said as an element message. */
+static guint64
+count_missing(GstScorePublish *self, GstClockTime pts)
+{
+  const GstClockTime last = self->last_pts, d = self->frame_duration;
+  if (GST_CLOCK_TIME_IS_VALID(pts))
+    self->last_pts = pts;
+  if (!d || !GST_CLOCK_TIME_IS_VALID(last) || !GST_CLOCK_TIME_IS_VALID(pts) || pts <= last)
+    return 0;
+  const guint64 gap = (pts - last + d / 2) / d;
+  if (gap <= 1)
+    return 0;
+  const guint64 missing = gap - 1;
+  GST_OBJECT_LOCK(self);
+  self->missing += missing;
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self, "%" G_GUINT64_FORMAT " frames missing before %" GST_TIME_FORMAT, missing,
+                  GST_TIME_ARGS(pts));
+  gst_element_post_message(
+      GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self),
+                              gst_structure_new("scorepublish-missing", "stream", G_TYPE_STRING,
+                                                self->name_used, "frames", G_TYPE_UINT64, missing,
+                                                "before-pts", G_TYPE_UINT64, pts, NULL)));
+  return missing;
+}
+
 static GstFlowReturn
 gst_score_publish_render(GstBaseSink *sink, GstBuffer *buf)
 {
@@ -258,9 +296,11 @@ gst_score_publish_render(GstBaseSink *sink, GstBuffer *buf)
                       (NULL));
     return GST_FLOW_ERROR;
   }
+  const guint64 missing = count_missing(self, GST_BUFFER_PTS(buf));
   GST_OBJECT_LOCK(self);
   const GstPpScoreMessage m = { self->name_used, self->frames,    GST_BUFFER_PTS(buf),
-                                self->threshold, self->max_cells, self->grid };
+                                self->threshold, self->max_cells, self->grid,
+                                missing };
   const gint qos = self->qos;
   self->frames++;
   GST_OBJECT_UNLOCK(self);
@@ -297,7 +337,7 @@ stats(GstScorePublish *self, guint64 unacknowledged)
       self->published, "acknowledged", G_TYPE_UINT64,
       self->link ? gst_pp_mqtt_link_done(self->link) : (guint64) 0, "unacknowledged", G_TYPE_UINT64,
       unacknowledged, "unpublished", G_TYPE_UINT64, self->unpublished, "outages", G_TYPE_UINT64,
-      self->outages, NULL);
+      self->outages, "missing", G_TYPE_UINT64, self->missing, NULL);
   GST_OBJECT_UNLOCK(self);
   return s;
 }
@@ -462,7 +502,8 @@ gst_score_publish_class_init(GstScorePublishClass *klass)
       gobject_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
                          "frames in; lines written; messages published (handed to the broker), "
-                         "acknowledged by it, unpublished (the broker away); outages",
+                         "acknowledged by it, unpublished (the broker away); outages; frames "
+                         "missing from the stream (gaps in its timestamps at its frame rate)",
                          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_set_static_metadata(element_class, "Scores publisher", "Sink/Network",

@@ -32,9 +32,13 @@ struct _GstScorePublish {
   GstPpMqttLink *link;
   /* other/tensors input: the shape its caps give (0: none). */
   guint tensor_samples, tensor_outputs;
+  /* The caps' frame duration (0: no fixed rate) and the last frame's
+   * timestamp: a larger gap is frames that never arrived. */
+  GstClockTime frame_duration, last_pts;
   /* Counts, under the object lock: frames in, lines written, messages
-   * handed to the broker's link and not, and how often it went away. */
-  guint64 frames, written, published, unpublished, outages;
+   * handed to the broker's link and not, how often it went away, and
+   * frames missing from the stream (the gaps between timestamps). */
+  guint64 frames, written, published, unpublished, outages, missing;
   /* The current outage has been said (streaming thread only). */
   gboolean outage_said;
 };

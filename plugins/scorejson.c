@@ -68,6 +68,8 @@ gst_pp_score_json(const GstPpScoreMessage *m, const GstPpScoreFrame *f)
   json_builder_set_member_name(b, "stream");
   json_builder_add_string_value(b, m->stream);
   add_uint(b, "frame", m->frame);
+  if (m->missing_before)
+    add_uint(b, "missing-before", m->missing_before);
   json_builder_set_member_name(b, "pts");
   if (GST_CLOCK_TIME_IS_VALID(m->pts))
     json_builder_add_int_value(b, (gint64) m->pts);

@@ -21,11 +21,12 @@ typedef struct {
 
 typedef struct {
   const char *stream;
-  guint64 frame;    /* counted from 0 at start */
-  guint64 pts;      /* ns; GST_CLOCK_TIME_NONE: null */
-  double threshold; /* cells with a score above it are listed */
-  guint max_cells;  /* at most this many of them ("above-count" counts all) */
-  gboolean grid;    /* every score, base64 of the float32 bytes */
+  guint64 frame;          /* counted from 0 at start */
+  guint64 pts;            /* ns; GST_CLOCK_TIME_NONE: null */
+  double threshold;       /* cells with a score above it are listed */
+  guint max_cells;        /* at most this many of them ("above-count" counts all) */
+  gboolean grid;          /* every score, base64 of the float32 bytes */
+  guint64 missing_before; /* frames missing just before this one (0: none said) */
 } GstPpScoreMessage;
 
 /* The message as one line of JSON (no newline); g_free it. */

@@ -28,6 +28,7 @@ skip_reason() {
     *"ninja -C build install"* | *"ninja -C build uninstall"*) echo "tests/install-check.sh --system runs it" ;;
     "gst-inspect-1.0 cudamlp" | "pingpong-export --help") echo "needs the install above" ;;
     *v4l2src*) [ -e /dev/video0 ] || echo "no camera here" ;;
+    pipelines/cameras.sh*) echo "needs cameras on the network (tests/pipelines/cameras_test.sh runs it)" ;;
     *autovideosink*) echo "needs a display" ;;
     *nvh264dec* | *device-id=0,1* | *"--suite gpu"* | *tools/gpu-check.sh*)
       [ "$have_gpu" = 1 ] || echo "needs a GPU" ;;

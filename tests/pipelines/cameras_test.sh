@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# pipelines/cameras.sh as a site runs it, on one host: two RTP/H.264
+# cameras over UDP on 127.0.0.1 (videotestsrc ! x264enc ! rtph264pay !
+# udpsink, 90 frames each), a mosquitto broker started here, and the
+# receiver scoring both on the CPU backend and publishing to the broker
+# and to JSON lines. Camera "door" stops for a second after 45 frames and
+# comes back (a new sender, as a restarted camera); camera "yard" loses 5%
+# of its packets. Every frame is accounted for: door's 90 frames all scored
+# and published, its pause counted as ~30 frames missing; yard's scored and
+# missing frames together 85–90 of 90 (a loss in the last frames leaves no
+# gap to count); every scored frame a line in the file and a message the
+# subscriber got.
+set -euo pipefail
+for e in x264enc rtph264pay avdec_h264; do
+  gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "no $e here"; exit 77; }
+done
+command -v mosquitto > /dev/null && command -v mosquitto_sub > /dev/null ||
+  { echo "no mosquitto here"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$work"' EXIT
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+broker_port=$(free_port SOCK_STREAM) door=$(free_port SOCK_DGRAM) yard=$(free_port SOCK_DGRAM)
+printf 'door udp://:%s\nyard udp://:%s\n' "$door" "$yard" > "$work/cameras.txt"
+
+mosquitto -p "$broker_port" > "$work/broker.log" 2>&1 & pids+=($!)
+sleep 0.5
+mosquitto_sub -p "$broker_port" -t 'pingpong/#' -q 1 -v > "$work/messages.txt" & pids+=($!)
+
+send() { # port frames drop-probability
+  gst-launch-1.0 -q videotestsrc is-live=true num-buffers="$2" \
+    ! video/x-raw,format=I420,width=128,height=96,framerate=30/1 \
+    ! x264enc tune=zerolatency key-int-max=15 speed-preset=ultrafast \
+    ! rtph264pay config-interval=1 pt=96 ! identity drop-probability="$3" \
+    ! udpsink host=127.0.0.1 port="$1"
+}
+(sleep 1.5; send "$yard" 90 0.05 & send "$door" 45 0; sleep 1; send "$door" 45 0; wait) \
+  > "$work/senders.log" 2>&1 & pids+=($!)
+BACKEND=cpu DURATION=7 BROKER=127.0.0.1:$broker_port OUT_DIR="$work/scores" \
+  "$here/../../pipelines/cameras.sh" "$work/cameras.txt" | tee "$work/summary.txt"
+sleep 0.5
+
+field() { sed -n "s/.*stream=$1,.* $2=\([0-9]*\).*/\1/p" "$work/summary.txt"; }
+fail=0
+check() { # description, condition
+  if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
+}
+for cam in door yard; do
+  frames=$(field "$cam" frames) missing=$(field "$cam" missing) published=$(field "$cam" published)
+  lines=$(wc -l < "$work/scores/$cam.jsonl")
+  got=$(grep -c "^pingpong/$cam/scores " "$work/messages.txt" || true)
+  echo "$cam: $frames scored, $missing missing, $published published, $lines lines, $got messages"
+  check "$cam: every scored frame a line in the file" "[ '$lines' = '$frames' ]"
+  check "$cam: every scored frame published" "[ '$published' = '$frames' ]"
+  check "$cam: every published frame reached the subscriber" "[ '$got' = '$published' ]"
+done
+check "door: all 90 frames scored" "[ '$(field door frames)' = 90 ]"
+m=$(field door missing)
+check "door: its 1 s pause counted as missing frames (25-45)" "[ '$m' -ge 25 ] && [ '$m' -le 45 ]"
+t=$(($(field yard frames) + $(field yard missing)))
+check "yard: scored + missing = $t, 85-90 of 90" "[ $t -ge 85 ] && [ $t -le 90 ]"
+exit $fail
