@@ -17,7 +17,10 @@
  * jitterbuffer or a decoder) are counted too, where the caps give a frame
  * rate: a gap between two frames' timestamps is that many frames missing,
  * each gap an element message ("scorepublish-missing") and the message
- * after it saying "missing-before". A broker that goes away is a warning on the bus, once per outage;
+ * after it saying "missing-before". A stream that stops (a camera gone
+ * away) is said while it is away: a warning when no frame has come for
+ * #GstScorePublish:stall-timeout ms, and a "scorepublish-resumed" message
+ * when frames come again. A broker that goes away is a warning on the bus, once per outage;
  * the element reconnects by itself and says so when it is back. At EOS it
  * waits up to 2 s for the broker's acknowledgements and posts a
  * "scorepublish-summary" element message with the counts, which
@@ -40,6 +43,7 @@
 
 #include "pingpong/ppscores.h"
 #include "scorejson.h"
+#include "streamwatch.h"
 #include "tensorcaps.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_score_publish_debug);
@@ -48,6 +52,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_score_publish_debug);
 #define DEFAULT_QOS 1
 #define DEFAULT_THRESHOLD 0.5
 #define DEFAULT_MAX_CELLS 100
+#define DEFAULT_STALL_MS 2000
 /* How long EOS waits for the broker to acknowledge what was sent. */
 #define FLUSH_MS 2000
 /* How long start waits for the first connection. */
@@ -60,6 +65,7 @@ enum {
   PROP_BROKER,
   PROP_TOPIC,
   PROP_QOS,
+  PROP_STALL_TIMEOUT,
   PROP_THRESHOLD,
   PROP_MAX_CELLS,
   PROP_GRID,
@@ -90,6 +96,48 @@ broker_changed(gpointer data, gboolean connected, const char *reason)
   } else {
     GST_INFO_OBJECT(self, "the MQTT broker at %s went away: %s", self->broker, reason);
   }
+}
+
+/* ---- the stream's watch ------------------------------------------------------ */
+
+/* The system clock's thread: no frame for `ms`. */
+static void
+stalled(GstObject *owner, guint ms)
+{
+  GstScorePublish *self = GST_SCORE_PUBLISH(owner);
+  GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                      ("Stream %s: no frame for %u ms (the camera or the network may have gone "
+                       "away); the others go on, and this one is counted again when its frames "
+                       "come back.",
+                       self->name_used, ms),
+                      (NULL));
+}
+
+/* A frame came: what the watch found said (frames missing before it, a
+ * stall that ended); the frames missing returned. */
+static guint64
+watch_frame(GstScorePublish *self, GstClockTime pts)
+{
+  guint64 missing, resumed_ms;
+  gst_pp_stream_watch_frame(&self->watch, pts, &missing, &resumed_ms);
+  if (resumed_ms)
+    gst_element_post_message(
+        GST_ELEMENT(self),
+        gst_message_new_element(GST_OBJECT(self),
+                                gst_structure_new("scorepublish-resumed", "stream", G_TYPE_STRING,
+                                                  self->name_used, "after-ms", G_TYPE_UINT64,
+                                                  resumed_ms, NULL)));
+  if (missing) {
+    GST_INFO_OBJECT(self, "%" G_GUINT64_FORMAT " frames missing before %" GST_TIME_FORMAT, missing,
+                    GST_TIME_ARGS(pts));
+    gst_element_post_message(
+        GST_ELEMENT(self),
+        gst_message_new_element(GST_OBJECT(self),
+                                gst_structure_new("scorepublish-missing", "stream", G_TYPE_STRING,
+                                                  self->name_used, "frames", G_TYPE_UINT64, missing,
+                                                  "before-pts", G_TYPE_UINT64, pts, NULL)));
+  }
+  return missing;
 }
 
 /* ---- start and stop ------------------------------------------------------- */
@@ -133,11 +181,11 @@ gst_score_publish_start(GstBaseSink *sink)
   self->topic_used =
       self->topic ? g_strdup(self->topic) : g_strdup_printf("pingpong/%s/scores", self->name_used);
   self->frames = self->written = self->published = self->unpublished = self->outages = 0;
-  self->missing = 0;
-  self->last_pts = GST_CLOCK_TIME_NONE;
+  const guint stall_ms = self->stall_ms;
   self->outage_said = FALSE;
   const gboolean nowhere = !self->location && !self->broker;
   GST_OBJECT_UNLOCK(self);
+  gst_pp_stream_watch_start(&self->watch, stall_ms, stalled, GST_OBJECT(self));
   if (nowhere) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
                       ("scorepublish has nowhere to send the scores: set broker=host[:port] "
@@ -159,6 +207,7 @@ static gboolean
 gst_score_publish_stop(GstBaseSink *sink)
 {
   GstScorePublish *self = GST_SCORE_PUBLISH(sink);
+  gst_pp_stream_watch_stop(&self->watch);
   g_clear_pointer(&self->link, gst_pp_mqtt_link_free);
   if (self->file)
     fclose(self->file);
@@ -175,9 +224,9 @@ gst_score_publish_set_caps(GstBaseSink *sink, GstCaps *caps)
   const GstStructure *s = gst_caps_get_structure(caps, 0);
   self->tensor_samples = self->tensor_outputs = 0;
   gint fps_n = 0, fps_d = 1;
-  self->frame_duration = gst_structure_get_fraction(s, "framerate", &fps_n, &fps_d) && fps_n > 0
-                             ? gst_util_uint64_scale_int(GST_SECOND, fps_d, fps_n)
-                             : 0;
+  if (!gst_structure_get_fraction(s, "framerate", &fps_n, &fps_d))
+    fps_n = 0;
+  gst_pp_stream_watch_set_rate(&self->watch, fps_n, fps_d);
   if (!gst_structure_has_name(s, "other/tensors"))
     return TRUE;
   const gchar *dims = gst_structure_get_string(s, "dimensions");
@@ -252,34 +301,6 @@ publish(GstScorePublish *self, const gchar *json, gint qos)
   }
 }
 
-/* Frames missing before `pts`: the gap from the last frame in whole
- * frame durations, less one; said as an element message. */
-static guint64
-count_missing(GstScorePublish *self, GstClockTime pts)
-{
-  const GstClockTime last = self->last_pts, d = self->frame_duration;
-  if (GST_CLOCK_TIME_IS_VALID(pts))
-    self->last_pts = pts;
-  if (!d || !GST_CLOCK_TIME_IS_VALID(last) || !GST_CLOCK_TIME_IS_VALID(pts) || pts <= last)
-    return 0;
-  const guint64 gap = (pts - last + d / 2) / d;
-  if (gap <= 1)
-    return 0;
-  const guint64 missing = gap - 1;
-  GST_OBJECT_LOCK(self);
-  self->missing += missing;
-  GST_OBJECT_UNLOCK(self);
-  GST_INFO_OBJECT(self, "%" G_GUINT64_FORMAT " frames missing before %" GST_TIME_FORMAT, missing,
-                  GST_TIME_ARGS(pts));
-  gst_element_post_message(
-      GST_ELEMENT(self),
-      gst_message_new_element(GST_OBJECT(self),
-                              gst_structure_new("scorepublish-missing", "stream", G_TYPE_STRING,
-                                                self->name_used, "frames", G_TYPE_UINT64, missing,
-                                                "before-pts", G_TYPE_UINT64, pts, NULL)));
-  return missing;
-}
-
 static GstFlowReturn
 gst_score_publish_render(GstBaseSink *sink, GstBuffer *buf)
 {
@@ -296,7 +317,7 @@ gst_score_publish_render(GstBaseSink *sink, GstBuffer *buf)
                       (NULL));
     return GST_FLOW_ERROR;
   }
-  const guint64 missing = count_missing(self, GST_BUFFER_PTS(buf));
+  const guint64 missing = watch_frame(self, GST_BUFFER_PTS(buf));
   GST_OBJECT_LOCK(self);
   const GstPpScoreMessage m = { self->name_used, self->frames,    GST_BUFFER_PTS(buf),
                                 self->threshold, self->max_cells, self->grid,
@@ -329,6 +350,8 @@ gst_score_publish_render(GstBaseSink *sink, GstBuffer *buf)
 static GstStructure *
 stats(GstScorePublish *self, guint64 unacknowledged)
 {
+  guint64 missing, stalls;
+  gst_pp_stream_watch_counts(&self->watch, &missing, &stalls);
   GST_OBJECT_LOCK(self);
   GstStructure *s = gst_structure_new(
       "scorepublish-summary", "stream", G_TYPE_STRING,
@@ -337,7 +360,7 @@ stats(GstScorePublish *self, guint64 unacknowledged)
       self->published, "acknowledged", G_TYPE_UINT64,
       self->link ? gst_pp_mqtt_link_done(self->link) : (guint64) 0, "unacknowledged", G_TYPE_UINT64,
       unacknowledged, "unpublished", G_TYPE_UINT64, self->unpublished, "outages", G_TYPE_UINT64,
-      self->outages, "missing", G_TYPE_UINT64, self->missing, NULL);
+      self->outages, "missing", G_TYPE_UINT64, missing, "stalls", G_TYPE_UINT64, stalls, NULL);
   GST_OBJECT_UNLOCK(self);
   return s;
 }
@@ -347,6 +370,7 @@ gst_score_publish_event(GstBaseSink *sink, GstEvent *event)
 {
   GstScorePublish *self = GST_SCORE_PUBLISH(sink);
   if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
+    gst_pp_stream_watch_stop(&self->watch); /* the stream ended: no frame is due */
     const guint64 left = self->link ? gst_pp_mqtt_link_flush(self->link, FLUSH_MS) : 0;
     GstStructure *s = stats(self, left);
     gchar *line = gst_structure_to_string(s);
@@ -379,6 +403,9 @@ gst_score_publish_set_property(GObject *object, guint id, const GValue *value, G
       break;
     case PROP_QOS:
       self->qos = g_value_get_int(value);
+      break;
+    case PROP_STALL_TIMEOUT:
+      self->stall_ms = g_value_get_uint(value);
       break;
     case PROP_THRESHOLD:
       self->threshold = g_value_get_double(value);
@@ -420,6 +447,9 @@ gst_score_publish_get_property(GObject *object, guint id, GValue *value, GParamS
     case PROP_QOS:
       g_value_set_int(value, self->qos);
       break;
+    case PROP_STALL_TIMEOUT:
+      g_value_set_uint(value, self->stall_ms);
+      break;
     case PROP_THRESHOLD:
       g_value_set_double(value, self->threshold);
       break;
@@ -440,6 +470,7 @@ gst_score_publish_finalize(GObject *object)
 {
   GstScorePublish *self = GST_SCORE_PUBLISH(object);
   g_free(self->stream_name), g_free(self->location), g_free(self->broker), g_free(self->topic);
+  gst_pp_stream_watch_clear(&self->watch);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -482,6 +513,12 @@ gst_score_publish_class_init(GstScorePublishClass *klass)
                        "(acknowledged by the broker), 2 exactly once",
                        0, 2, DEFAULT_QOS, rw));
   g_object_class_install_property(
+      gobject_class, PROP_STALL_TIMEOUT,
+      g_param_spec_uint("stall-timeout", "Stall timeout",
+                        "Milliseconds without a frame after which the stream is said to have "
+                        "stopped (a warning; a message when frames come again); 0: never",
+                        0, G_MAXUINT, DEFAULT_STALL_MS, rw));
+  g_object_class_install_property(
       gobject_class, PROP_THRESHOLD,
       g_param_spec_double("threshold", "Threshold",
                           "Cells with a score above this are listed in each message", -G_MAXDOUBLE,
@@ -503,7 +540,8 @@ gst_score_publish_class_init(GstScorePublishClass *klass)
       g_param_spec_boxed("stats", "Statistics",
                          "frames in; lines written; messages published (handed to the broker), "
                          "acknowledged by it, unpublished (the broker away); outages; frames "
-                         "missing from the stream (gaps in its timestamps at its frame rate)",
+                         "missing from the stream (gaps in its timestamps at its frame rate); "
+                         "stalls (no frame for stall-timeout)",
                          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_set_static_metadata(element_class, "Scores publisher", "Sink/Network",
@@ -522,6 +560,8 @@ static void
 gst_score_publish_init(GstScorePublish *self)
 {
   self->qos = DEFAULT_QOS;
+  self->stall_ms = DEFAULT_STALL_MS;
+  gst_pp_stream_watch_init(&self->watch);
   self->threshold = DEFAULT_THRESHOLD;
   self->max_cells = DEFAULT_MAX_CELLS;
   /* Scores go out as they come, whatever the clock says. */

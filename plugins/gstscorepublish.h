@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "mqttlink.h"
+#include "streamwatch.h"
 
 G_BEGIN_DECLS
 
@@ -22,6 +23,7 @@ struct _GstScorePublish {
   /* Properties, under the object lock. */
   gchar *stream_name, *location, *broker, *topic;
   gint qos;
+  guint stall_ms;
   gdouble threshold;
   guint max_cells;
   gboolean grid;
@@ -32,13 +34,11 @@ struct _GstScorePublish {
   GstPpMqttLink *link;
   /* other/tensors input: the shape its caps give (0: none). */
   guint tensor_samples, tensor_outputs;
-  /* The caps' frame duration (0: no fixed rate) and the last frame's
-   * timestamp: a larger gap is frames that never arrived. */
-  GstClockTime frame_duration, last_pts;
+  /* Whether frames keep coming, and which never came. */
+  GstPpStreamWatch watch;
   /* Counts, under the object lock: frames in, lines written, messages
-   * handed to the broker's link and not, how often it went away, and
-   * frames missing from the stream (the gaps between timestamps). */
-  guint64 frames, written, published, unpublished, outages, missing;
+   * handed to the broker's link and not, how often it went away. */
+  guint64 frames, written, published, unpublished, outages;
   /* The current outage has been said (streaming thread only). */
   gboolean outage_said;
 };

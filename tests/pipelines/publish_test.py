@@ -14,6 +14,8 @@ backend:
    is a warning on the bus, the return a message, publishing resumes (the
    last frames reach the subscriber), and the file has every frame.
 3. cudamlp output=tensors: each message's scores are the buffer's.
+   A stream that stops for a while is said while it is away and when it
+   is back, the frames its timestamps skip counted as missing.
 4. With neither broker nor file, or frames without scores, the element
    fails, saying so."""
 import base64
@@ -232,6 +234,47 @@ def tensors(tmp):
     print("tensors: 5 frames, each message's scores equal to cudamlp's buffer")
 
 
+def stall(tmp):
+    """A stream that stops for 0.6 s: a warning while it is away
+    (stall-timeout=300), a message when it is back, the frames its
+    timestamps skip counted as missing."""
+    pipeline = Gst.parse_launch(
+        "appsrc name=src format=time caps=video/x-raw,format=RGB,width=64,height=48,"
+        "framerate=30/1 ! cudamlp backend=cpu output=video-meta mapping=patches patch-size=8 "
+        f"hidden-size=16 ! scorepublish name=pub stall-timeout=300 location={Path(tmp) / 's.jsonl'}")
+    src = pipeline.get_by_name("src")
+    bus = pipeline.get_bus()
+    pipeline.set_state(Gst.State.PLAYING)
+    frame = bytes(range(256)) * (64 * 48 * 3 // 256)
+    for i in list(range(5)) + list(range(23, 28)):  # 18 frames' time skipped
+        if i == 23:
+            time.sleep(0.6)
+        buf = Gst.Buffer.new_wrapped(frame)
+        buf.pts, buf.duration = i * Gst.SECOND // 30, Gst.SECOND // 30
+        src.emit("push-buffer", buf)
+    src.emit("end-of-stream")
+    warnings, names, summary_fields = [], [], None
+    while True:
+        msg = bus.timed_pop_filtered(10 * Gst.SECOND, Gst.MessageType.ANY)
+        assert msg is not None, "no EOS"
+        if msg.type == Gst.MessageType.WARNING and msg.src.get_name() == "pub":
+            warnings.append(msg.parse_warning()[0].message)
+        elif msg.type == Gst.MessageType.ELEMENT and msg.src.get_name() == "pub":
+            names.append(msg.get_structure().get_name())
+            if names[-1] == "scorepublish-summary":
+                summary_fields = msg.get_structure()
+        elif msg.type in (Gst.MessageType.EOS, Gst.MessageType.ERROR):
+            assert msg.type == Gst.MessageType.EOS, msg.parse_error()
+            break
+    pipeline.set_state(Gst.State.NULL)
+    assert any("no frame for 300 ms" in w for w in warnings), warnings
+    assert "scorepublish-resumed" in names and "scorepublish-missing" in names, names
+    assert summary_fields.get_value("stalls") == 1, summary_fields.to_string()
+    assert summary_fields.get_value("missing") == 18, summary_fields.to_string()
+    assert summary_fields.get_value("frames") == 10, summary_fields.to_string()
+    print("stall: said while away and when back; 18 frames missing, 10 scored")
+
+
 def refusals(tmp):
     seen = run(SOURCE.format(n=2, live="") + " ! scorepublish name=pub")
     assert seen["error"] and "nowhere to send" in seen["error"], seen
@@ -259,6 +302,7 @@ def main():
         finally:
             broker.stop()
         tensors(tmp)
+        stall(tmp)
         refusals(tmp)
 
 
