@@ -19,8 +19,10 @@
 # is no broker), BACKEND (auto), DECODER (auto: nvh264dec where it exists
 # and BACKEND is not cpu), DEVICES=0,1 (round robin; unset: one GPU),
 # MODEL=file (unset: generated weights), PATCH=16, LATENCY=100 (ms, the
-# jitterbuffer's), DURATION=s (unset: until Ctrl-C), PRINT=1 prints the
-# gst-launch line instead of running it.
+# jitterbuffer's), DURATION=s (unset: until Ctrl-C; either ends every
+# stream with EOS, by SIGINT, which a script's background job ignores: run
+# it in the foreground), PRINT=1 prints the gst-launch line instead of
+# running it.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 list=${1:?usage: pipelines/cameras.sh CAMERAS.txt}
