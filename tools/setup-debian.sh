@@ -28,6 +28,7 @@ packages=(
   iproute2  # the network pair's test between two network namespaces
   liburing-dev libcmocka-dev libjson-glib-dev
   libmosquitto-dev mosquitto mosquitto-clients  # scorepublish, and its test's broker
+  gir1.2-gst-rtsp-server-1.0  # the cameras test's RTSP camera
   python3 python3-venv python3-pip python3-numpy python3-torch python3-matplotlib
   python3-onnx  # pingpong-export reads ONNX files
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0  # examples/scores.py

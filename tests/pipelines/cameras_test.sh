@@ -2,29 +2,36 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # pipelines/cameras.sh as a site runs it, on one host: two RTP/H.264
 # cameras over UDP on 127.0.0.1 (videotestsrc ! x264enc ! rtph264pay !
-# udpsink, 90 frames each), a mosquitto broker started here, and the
-# receiver scoring both on the CPU backend and publishing to the broker
-# and to JSON lines. Camera "door" stops for a second after 45 frames and
+# udpsink, 90 frames each), an RTSP camera (gst-rtsp-server,
+# rtsp_camera.py), a mosquitto broker started here, and the receiver
+# scoring all three on the CPU backend and publishing to the broker and to
+# JSON lines. Camera "door" stops for a second after 45 frames and
 # comes back (a new sender, as a restarted camera); camera "yard" loses 5%
 # of its packets. Every frame is accounted for: door's 90 frames all scored
 # and published, its pause counted as ~30 frames missing; yard's scored and
 # missing frames together 85–90 of 90 (a loss in the last frames leaves no
 # gap to count); every scored frame a line in the file and a message the
-# subscriber got. (The per-camera count lines cameras.sh prints at the end
+# subscriber got. The RTSP camera "gate" streams for the receiver's whole
+# run: at least 4 s of its frames scored, none missing. (The per-camera count lines cameras.sh prints at the end
 # are scorepublish's summaries, which publish_test.py checks.)
 set -euo pipefail
-for e in x264enc rtph264pay avdec_h264; do
+for e in x264enc rtph264pay avdec_h264 rtspsrc; do
   gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "no $e here"; exit 77; }
 done
 command -v mosquitto > /dev/null && command -v mosquitto_sub > /dev/null ||
   { echo "no mosquitto here"; exit 77; }
+/usr/bin/python3 -c 'import gi; gi.require_version("GstRtspServer", "1.0")' 2> /dev/null ||
+  { echo "no gst-rtsp-server bindings here (gir1.2-gst-rtsp-server-1.0)"; exit 77; }
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$work"' EXIT
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 broker_port=$(free_port SOCK_STREAM) door=$(free_port SOCK_DGRAM) yard=$(free_port SOCK_DGRAM)
-printf 'door udp://:%s\nyard udp://:%s\n' "$door" "$yard" > "$work/cameras.txt"
+rtsp=$(free_port SOCK_STREAM)
+printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://127.0.0.1:%s/cam\n' "$door" "$yard" "$rtsp" \
+  > "$work/cameras.txt"
+/usr/bin/python3 "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp.log" 2>&1 & pids+=($!)
 
 mosquitto -p "$broker_port" > "$work/broker.log" 2>&1 & pids+=($!)
 sleep 0.5
@@ -51,7 +58,7 @@ fail=0
 check() { # description, condition
   if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
 }
-for cam in door yard; do
+for cam in door yard gate; do
   n=$(scored "$cam")
   got=$(grep "^pingpong/$cam/scores " "$work/messages.txt" | sed 's/.*"frame":\([0-9]*\).*/\1/' | sort -un | wc -l)
   echo "$cam: $n scored, $(missing "$cam") missing, $got messages at the broker"
@@ -62,4 +69,6 @@ m=$(missing door)
 check "door: its 1 s pause counted as missing frames (25-45)" "[ '$m' -ge 25 ] && [ '$m' -le 45 ]"
 t=$(($(scored yard) + $(missing yard)))
 check "yard: scored + missing = $t, 85-90 of 90" "[ $t -ge 85 ] && [ $t -le 90 ]"
+g=$(scored gate)
+check "gate (RTSP): $g frames scored, at least 120 (4 s), none missing" "[ '$g' -ge 120 ] && [ '$(missing gate)' = 0 ]"
 exit $fail
