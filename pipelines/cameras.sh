@@ -6,8 +6,11 @@
 # sent by scorepublish with the stream's name and each frame's timestamp:
 # to an MQTT broker (BROKER) and/or a file of JSON lines per stream
 # (OUT_DIR). Each frame is counted: published, unpublished (the broker
-# away) or missing (never arrived: lost on the network or dropped before
-# cudamlp); the counts come at the end, a line per stream.
+# away) or missing (never arrived: lost on the network, dropped before
+# cudamlp, or while its camera was away); the counts come at the end, a
+# line per stream. A camera whose source fails (an RTSP server gone) is
+# said on stderr and tried again every RETRY seconds (2) while the others
+# go on.
 #
 #   pipelines/cameras.sh cameras.txt
 #
@@ -20,58 +23,13 @@
 # and BACKEND is not cpu), DEVICES=0,1 (round robin; unset: one GPU),
 # MODEL=file (unset: generated weights), PATCH=16, LATENCY=100 (ms, the
 # jitterbuffer's), DURATION=s (unset: until Ctrl-C; either ends every
-# stream with EOS, by SIGINT, which a script's background job ignores: run
-# it in the foreground), PRINT=1 prints the gst-launch line instead of
-# running it.
+# stream with EOS), RETRY=s (2), PRINT=1 prints the pipeline as a
+# gst-launch line instead of running it (gst-launch would end every camera
+# at the first one's error).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
-list=${1:?usage: pipelines/cameras.sh CAMERAS.txt}
-BACKEND=${BACKEND:-auto} PATCH=${PATCH:-16} LATENCY=${LATENCY:-100}
-BROKER=${BROKER:-} MODEL=${MODEL:-} DEVICES=${DEVICES:-} DURATION=${DURATION:-}
-OUT_DIR=${OUT_DIR:-$([ -n "$BROKER" ] || echo scores)}
-if [ -z "${DECODER:-}" ]; then
-  DECODER=avdec_h264
-  [ "$BACKEND" != cpu ] && gst-inspect-1.0 nvh264dec > /dev/null 2>&1 && DECODER=nvh264dec
-fi
-IFS=, read -r -a devices <<< "$DEVICES"
-
-rtp_caps="application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
-branches=()
-n=0
-while read -r first second _; do
-  case "$first" in '' | '#'*) continue ;; esac
-  n=$((n + 1))
-  if [ -n "$second" ]; then name=$first url=$second; else name=cam$n url=$first; fi
-  case "$url" in
-    rtsp://*) src="rtspsrc location=$url latency=$LATENCY ! rtph264depay" ;;
-    udp://*)
-      port=${url##*:}
-      src="udpsrc port=$port buffer-size=4194304 caps=\"$rtp_caps\" ! rtpjitterbuffer latency=$LATENCY ! rtph264depay"
-      ;;
-    *) echo "cameras.sh: $list: '$url' is neither rtsp://… nor udp://…:PORT" >&2; exit 2 ;;
-  esac
-  mlp="cudamlp name=mlp-$name backend=$BACKEND mapping=patches patch-size=$PATCH output=video-meta"
-  [ -n "$MODEL" ] && mlp+=" model=$MODEL"
-  [ ${#devices[@]} -gt 0 ] && mlp+=" device-id=${devices[$(((n - 1) % ${#devices[@]}))]}"
-  pub="scorepublish name=pub-$name stream-name=$name"
-  [ -n "$BROKER" ] && pub+=" broker=$BROKER"
-  [ -n "$OUT_DIR" ] && pub+=" location=$OUT_DIR/$name.jsonl"
-  branches+=("$src ! h264parse ! $DECODER ! $mlp ! $pub")
-done < "$list"
-[ "$n" -gt 0 ] || { echo "cameras.sh: no camera in $list" >&2; exit 2; }
-line=$(printf ' %s' "${branches[@]}")
-if [ "${PRINT:-0}" != 0 ]; then
-  echo "gst-launch-1.0 -e -m$line"
-  exit 0
-fi
-[ -n "$OUT_DIR" ] && mkdir -p "$OUT_DIR"
-# One line per stream at the end, from scorepublish's summary.
-summaries() {
-  grep -o 'scorepublish-summary.*' | sed 's/(guint64)//g; s/(string)//g; s/scorepublish-summary, //; s/;$//'
-}
-if [ -n "$DURATION" ]; then
-  # SIGINT at the end: -e turns it into EOS, so every stream finishes.
-  eval "timeout -s INT $DURATION gst-launch-1.0 -e -m $line" | summaries || true
-else
-  eval "gst-launch-1.0 -e -m $line" | summaries
-fi
+[ $# = 1 ] || { echo "usage: pipelines/cameras.sh CAMERAS.txt" >&2; exit 2; }
+# One pipeline for every camera, and a source that fails tried again while
+# the others go on: a GStreamer application (cameras.py), not gst-launch,
+# which would end them all at the first error.
+exec /usr/bin/python3 "$(dirname "$0")/cameras.py" "$1"

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Many cameras, one host (pipelines/cameras.sh runs this): each camera's
+H.264 over RTSP or RTP decoded (nvh264dec on a GPU machine, avdec_h264
+elsewhere), scored by its own cudamlp (device-id spreading the cameras over
+the GPUs) and its scores sent by scorepublish with the camera's name and
+each frame's timestamp, to an MQTT broker and/or a file of JSON lines per
+camera. All in one pipeline, so they share the process's CUDA context.
+
+A camera whose source fails (an RTSP server gone, refused, unreachable)
+is said on stderr and tried again every RETRY seconds while the others go
+on; its stream's gap is counted by scorepublish as missing frames, and a
+stop of more than its stall-timeout is a warning while it lasts. At the end
+(DURATION, or Ctrl-C) every camera's stream ends with EOS and a line per
+camera counts its frames: scored, published, unpublished, missing.
+
+    cameras.py LIST        (see cameras.sh for the list and the variables)"""
+import os
+import signal
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+from gi.repository import GLib, Gst  # noqa: E402
+
+RTP_CAPS = "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
+
+
+def env(name, default=""):
+    return os.environ.get(name, default)
+
+
+def read_list(path):
+    cameras = []
+    for line in open(path):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        name, url = (words[0], words[1]) if len(words) > 1 else (f"cam{len(cameras) + 1}", words[0])
+        if not (url.startswith("rtsp://") or (url.startswith("udp://") and ":" in url[6:])):
+            sys.exit(f"cameras: {path}: '{url}' is neither rtsp://... nor udp://...:PORT")
+        cameras.append((name, url))
+    if not cameras:
+        sys.exit(f"cameras: no camera in {path}")
+    return cameras
+
+
+def decoder(backend):
+    wanted = env("DECODER")
+    if wanted:
+        return wanted
+    if backend != "cpu" and Gst.ElementFactory.find("nvh264dec"):
+        return "nvh264dec"
+    return "avdec_h264"
+
+
+def downstream(i, name, url, dec, out_dir):
+    """From the RTP or depayloaded stream to scorepublish, as a launch line."""
+    devices = [d for d in env("DEVICES").split(",") if d]
+    mlp = (f"cudamlp name=mlp-{name} backend={env('BACKEND', 'auto')} mapping=patches "
+           f"patch-size={env('PATCH', '16')} output=video-meta")
+    if env("MODEL"):
+        mlp += f" model={env('MODEL')}"
+    if devices:
+        mlp += f" device-id={devices[i % len(devices)]}"
+    pub = f"scorepublish name=pub-{name} stream-name={name}"
+    if env("BROKER"):
+        pub += f" broker={env('BROKER')}"
+    if out_dir:
+        pub += f" location={out_dir}/{name}.jsonl"
+    head = f"rtpjitterbuffer latency={env('LATENCY', '100')} ! " if url.startswith("udp://") else ""
+    return f"{head}rtph264depay ! h264parse ! {dec} ! {mlp} ! {pub}"
+
+
+def source_line(url):
+    if url.startswith("rtsp://"):
+        return f"rtspsrc location={url} latency={env('LATENCY', '100')}"
+    return f'udpsrc port={url.rsplit(":", 1)[1]} buffer-size=4194304 caps="{RTP_CAPS}"'
+
+
+class Camera:
+    def __init__(self, pipeline, i, name, url, dec, out_dir):
+        self.pipeline, self.name, self.url = pipeline, name, url
+        self.rest = Gst.parse_bin_from_description(downstream(i, name, url, dec, out_dir), True)
+        self.rest.set_name(f"camera-{name}")
+        pipeline.add(self.rest)
+        self.sink = self.rest.get_static_pad("sink")
+        self.sink.add_probe(Gst.PadProbeType.EVENT_DOWNSTREAM, self.drop_eos)
+        self.stopping = False
+        self.retry_pending = False
+        self.src = None
+        self.make_source()
+
+    def drop_eos(self, pad, info):
+        """A camera that ends or fails is not the end of its stream."""
+        if info.get_event().type == Gst.EventType.EOS and not self.stopping:
+            return Gst.PadProbeReturn.DROP
+        return Gst.PadProbeReturn.OK
+
+    def make_source(self):
+        self.src = Gst.parse_launch(source_line(self.url))
+        self.src.set_name(f"source-{self.name}")
+        self.pipeline.add(self.src)
+        if self.url.startswith("rtsp://"):
+            self.src.connect("pad-added", self.pad_added)
+        else:
+            self.src.link(self.rest)
+
+    def pad_added(self, src, pad):
+        caps = pad.get_current_caps() or pad.query_caps(None)
+        if caps.get_structure(0).get_string("media") == "video" and not self.sink.is_linked():
+            pad.link(self.sink)
+
+    def owns(self, obj):
+        while obj is not None:
+            if obj == self.src:
+                return True
+            obj = obj.get_parent()
+        return False
+
+    def failed(self, message, retry_s):
+        if self.retry_pending or self.stopping:
+            return
+        self.retry_pending = True
+        print(f"camera {self.name}: {message.rstrip('.')}; trying again in {retry_s:g} s",
+              file=sys.stderr, flush=True)
+        GLib.timeout_add(int(retry_s * 1000), self.restart)
+
+    def restart(self):
+        self.retry_pending = False
+        if self.stopping:
+            return False
+        old = self.src
+        old.set_state(Gst.State.NULL)
+        self.pipeline.remove(old)
+        self.make_source()
+        self.src.sync_state_with_parent()
+        return False
+
+    def end(self):
+        self.stopping = True
+        self.sink.send_event(Gst.Event.new_eos())
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: cameras.py CAMERAS.txt")
+    Gst.init(None)
+    cameras_listed = read_list(sys.argv[1])
+    out_dir = env("OUT_DIR", "" if env("BROKER") else "scores")
+    dec = decoder(env("BACKEND", "auto"))
+    if env("PRINT", "0") != "0":
+        branches = [f"{source_line(url)} ! {downstream(i, name, url, dec, out_dir)}"
+                    for i, (name, url) in enumerate(cameras_listed)]
+        print("gst-launch-1.0 -e -m " + " ".join(branches))
+        return 0
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    retry_s = float(env("RETRY", "2"))
+    pipeline = Gst.Pipeline.new("cameras")
+    cameras = [Camera(pipeline, i, name, url, dec, out_dir)
+               for i, (name, url) in enumerate(cameras_listed)]
+    loop = GLib.MainLoop()
+    summaries, status = {}, [0]
+
+    def stop(*_):
+        for cam in cameras:
+            cam.end()
+        GLib.timeout_add_seconds(10, lambda: (print("cameras: no EOS within 10 s", file=sys.stderr),
+                                             loop.quit()))
+        return False
+
+    def on_message(bus, msg):
+        if msg.type == Gst.MessageType.ERROR:
+            err, _ = msg.parse_error()
+            cam = next((c for c in cameras if c.owns(msg.src)), None)
+            if cam:
+                cam.failed(err.message, retry_s)
+            else:
+                print(f"cameras: {msg.src.get_path_string()}: {err.message}", file=sys.stderr)
+                status[0] = 1
+                loop.quit()
+        elif msg.type == Gst.MessageType.WARNING and msg.src.get_name().startswith("pub-"):
+            print(f"warning: {msg.parse_warning()[0].message}", file=sys.stderr, flush=True)
+        elif msg.type == Gst.MessageType.ELEMENT:
+            s = msg.get_structure()
+            if s.get_name() == "scorepublish-summary":
+                summaries[s.get_string("stream")] = s
+        elif msg.type == Gst.MessageType.EOS:
+            loop.quit()
+        return True
+
+    bus = pipeline.get_bus()
+    bus.add_signal_watch()
+    bus.connect("message", on_message)
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT, stop)
+    if env("DURATION"):
+        GLib.timeout_add(int(float(env("DURATION")) * 1000), stop)
+    if pipeline.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
+        sys.exit("cameras: the pipeline did not start")
+    loop.run()
+    pipeline.set_state(Gst.State.NULL)
+    fields = ("frames", "published", "unpublished", "missing", "stalls", "written")
+    for name, _ in cameras_listed:
+        s = summaries.get(name)
+        counts = ", ".join(f"{f}={s.get_value(f)}" for f in fields) if s else "no summary"
+        print(f"stream={name}, {counts}", flush=True)
+    return status[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
