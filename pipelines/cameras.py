@@ -12,7 +12,10 @@ is said on stderr and tried again every RETRY seconds while the others go
 on; its stream's gap is counted by scorepublish as missing frames, and a
 stop of more than its stall-timeout is a warning while it lasts. At the end
 (DURATION, or Ctrl-C) every camera's stream ends with EOS and a line per
-camera counts its frames: scored, published, unpublished, missing.
+camera counts its frames: scored, published, unpublished, missing (and,
+for RTP over UDP, the jitterbuffer's packets pushed, lost and late; a
+camera that restarts starts from new sequence numbers, and the jump counts
+as lost packets).
 
     cameras.py LIST        (see cameras.sh for the list and the variables)"""
 import os
@@ -69,7 +72,8 @@ def downstream(i, name, url, dec, out_dir):
         pub += f" broker={env('BROKER')}"
     if out_dir:
         pub += f" location={out_dir}/{name}.jsonl"
-    head = f"rtpjitterbuffer latency={env('LATENCY', '100')} ! " if url.startswith("udp://") else ""
+    head = (f"rtpjitterbuffer name=jb-{name} latency={env('LATENCY', '100')} ! "
+            if url.startswith("udp://") else "")
     return f"{head}rtph264depay ! h264parse ! {dec} ! {mlp} ! {pub}"
 
 
@@ -142,6 +146,15 @@ class Camera:
         self.stopping = True
         self.sink.send_event(Gst.Event.new_eos())
 
+    def packets(self):
+        """RTP over UDP: the jitterbuffer's packets pushed, lost, late."""
+        jb = self.rest.get_by_name(f"jb-{self.name}")
+        if not jb:
+            return ""
+        st = jb.get_property("stats")
+        return ", " + ", ".join(f"packets-{k}={st.get_value('num-' + k)}"
+                                for k in ("pushed", "lost", "late"))
+
 
 def main():
     if len(sys.argv) != 2:
@@ -200,12 +213,12 @@ def main():
     if pipeline.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
         sys.exit("cameras: the pipeline did not start")
     loop.run()
-    pipeline.set_state(Gst.State.NULL)
     fields = ("frames", "published", "unpublished", "missing", "stalls", "written")
-    for name, _ in cameras_listed:
-        s = summaries.get(name)
+    for cam in cameras:
+        s = summaries.get(cam.name)
         counts = ", ".join(f"{f}={s.get_value(f)}" for f in fields) if s else "no summary"
-        print(f"stream={name}, {counts}", flush=True)
+        print(f"stream={cam.name}, {counts}{cam.packets()}", flush=True)
+    pipeline.set_state(Gst.State.NULL)
     return status[0]
 
 

@@ -80,5 +80,7 @@ after=$(sed -n '/"missing-before"/,$p' "$work/scores/gate.jsonl" | wc -l)
 check "gate (RTSP): the receiver said it failed and tried again" "grep -q '^camera gate: .*trying again' '$work/stderr.txt'"
 check "gate: $g frames scored, $after of them after the gap" "[ '$g' -ge 90 ] && [ '$after' -ge 60 ]"
 check "gate: the gap counted as missing ($gm, 30-150)" "[ '$gm' -ge 30 ] && [ '$gm' -le 150 ]"
+lost=$(sed -n 's/^stream=yard,.*packets-lost=\([0-9]*\).*/\1/p' "$work/summary.txt")
+check "yard: the jitterbuffer's lost packets counted ($lost)" "[ '${lost:-0}' -gt 0 ]"
 check "a count line per camera at the end" "[ \$(grep -c '^stream=.*frames=' '$work/summary.txt') = 3 ]"
 exit $fail
