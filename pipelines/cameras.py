@@ -7,9 +7,9 @@ the GPUs) and its scores sent by scorepublish with the camera's name and
 each frame's timestamp, to an MQTT broker and/or a file of JSON lines per
 camera. All in one pipeline, so they share the process's CUDA context.
 
-A camera whose source fails (an RTSP server gone, refused, unreachable)
-is said on stderr and tried again every RETRY seconds while the others go
-on; its stream's gap is counted by scorepublish as missing frames, and a
+A camera whose branch fails (an RTSP server gone, refused, unreachable,
+or its decoder choking on the broken end of its stream) is said on stderr
+and its source tried again every RETRY seconds while the others go on; its stream's gap is counted by scorepublish as missing frames, and a
 stop of more than its stall-timeout is a warning while it lasts. At the end
 (DURATION, or Ctrl-C) every camera's stream ends with EOS and a line per
 camera counts its frames: scored, published, unpublished, missing (and,
@@ -94,6 +94,7 @@ class Camera:
         self.stopping = False
         self.retry_pending = False
         self.src = None
+        self.retired = []  # sources replaced, whose last words may still come
         self.make_source()
 
     def drop_eos(self, pad, info):
@@ -116,9 +117,20 @@ class Camera:
         if caps.get_structure(0).get_string("media") == "video" and not self.sink.is_linked():
             pad.link(self.sink)
 
-    def owns(self, obj):
+    def retired_source(self, obj):
+        """Whether obj is (in) a source this camera has replaced."""
         while obj is not None:
-            if obj == self.src:
+            if obj in self.retired:
+                return True
+            obj = obj.get_parent()
+        return False
+
+    def owns(self, obj):
+        """Whether obj is in this camera's branch: its source, or what the
+        stream goes through after it (a decoder that chokes on the broken
+        end of a stream fails the camera, not the run)."""
+        while obj is not None:
+            if obj in (self.src, self.rest):
                 return True
             obj = obj.get_parent()
         return False
@@ -138,6 +150,7 @@ class Camera:
         old = self.src
         old.set_state(Gst.State.NULL)
         self.pipeline.remove(old)
+        self.retired.append(old)
         self.make_source()
         self.src.sync_state_with_parent()
         return False
@@ -188,8 +201,10 @@ def main():
         if msg.type == Gst.MessageType.ERROR:
             err, _ = msg.parse_error()
             cam = next((c for c in cameras if c.owns(msg.src)), None)
-            if cam:
-                cam.failed(err.message, retry_s)
+            if any(c.retired_source(msg.src) for c in cameras):
+                pass  # a replaced source's late error: its camera already tries again
+            elif cam:
+                cam.failed(f"{msg.src.get_name()}: {err.message}", retry_s)
             else:
                 print(f"cameras: {msg.src.get_path_string()}: {err.message}", file=sys.stderr)
                 status[0] = 1

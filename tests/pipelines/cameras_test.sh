@@ -51,8 +51,10 @@ send() { # port frames drop-probability
 rtsp_pid=${pids[0]}
 (sleep 3.5; kill "$rtsp_pid"; sleep 1.5
   exec /usr/bin/python3 "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp2.log" 2>&1) & pids+=($!)
+status=0
 BACKEND=cpu DURATION=9 BROKER=127.0.0.1:$broker_port OUT_DIR="$work/scores" \
-  "$here/../../pipelines/cameras.sh" "$work/cameras.txt" > "$work/summary.txt" 2> "$work/stderr.txt"
+  "$here/../../pipelines/cameras.sh" "$work/cameras.txt" > "$work/summary.txt" 2> "$work/stderr.txt" ||
+  status=$?
 cat "$work/summary.txt" "$work/stderr.txt"
 sleep 0.5
 
@@ -64,6 +66,7 @@ fail=0
 check() { # description, condition
   if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
 }
+check "the receiver ended cleanly (exit $status)" "[ $status = 0 ]"
 for cam in door yard gate; do
   n=$(scored "$cam")
   got=$(grep "^pingpong/$cam/scores " "$work/messages.txt" | sed 's/.*"frame":\([0-9]*\).*/\1/' | sort -un | wc -l)
