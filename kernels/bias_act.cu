@@ -10,6 +10,9 @@ namespace
 {
 
 template <typename T> constexpr unsigned kVec = 16 / sizeof(T);
+/* Blocks of the vector kernel's grid-stride loop: enough to fill any GPU
+ * (a few per SM), few enough that each loops over many vectors. */
+constexpr unsigned kVecBlocks = 4096;
 
 /* One element a thread, a row per blockIdx.y: any shape. */
 template <typename T>
@@ -52,7 +55,8 @@ launch(cudaStream_t stream, T *c, uint32_t m, uint32_t n, uint32_t ldc, const fl
 {
   if (n % kVec<T> == 0 && ldc % kVec<T> == 0 && (reinterpret_cast<size_t>(c) & 15) == 0) {
     const size_t chunks = (size_t) m * (n / kVec<T>);
-    const unsigned grid = chunks / 256 + 1 < 132 * 16 ? (unsigned) (chunks / 256 + 1) : 132 * 16;
+    const unsigned grid =
+        chunks / 256 + 1 < kVecBlocks ? (unsigned) (chunks / 256 + 1) : kVecBlocks;
     bias_act_vec<T><<<grid, 256, 0, stream>>>(c, m, n / kVec<T>, ldc, bias, act);
     return cudaGetLastError();
   }

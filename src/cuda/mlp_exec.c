@@ -93,10 +93,18 @@ pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame)
   return a;
 }
 
+/* Whether a GEMM that reads only its element type (cuBLAS) needs the
+ * frame converted first: bytes and YUV always, floats at 16 bits. */
+static bool
+converts_x(const pp_mlp_exec *e)
+{
+  return e->reader.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32;
+}
+
 size_t
 pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e)
 {
-  if (e->layout.kind == PP_LAYOUT_TENSOR && e->dtype == PP_DTYPE_F32)
+  if (!converts_x(e))
     return 0;
   size_t row = e->layout.k * pp_dtype_size(e->dtype);
   if (reads_bytes(e))
@@ -226,7 +234,7 @@ gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, 
     if (!converted)
       CUDA_CHECK(pp_cuda_split_convert(stream, &frame, r->n, e->layout.k, lp->pieces, dst));
     *x = dst;
-  } else if (frame.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32) {
+  } else if (converts_x(e)) {
     void *dst = (uint8_t *) b->d_x + (size_t) r->row0 * e->layout.k * pp_dtype_size(e->dtype);
     if (!converted)
       CUDA_CHECK(pp_cuda_convert(stream, &frame, r->n, e->layout.k, dst, e->layout.k, e->dtype));
@@ -342,8 +350,7 @@ static bool
 converts_first(const pp_mlp_exec *e, const pp_cuda_plan *plan)
 {
   const pp_cuda_path p = plan->layers[0].path;
-  return (p == PP_PATH_CUBLAS || p == PP_PATH_SPLIT) &&
-         (e->reader.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32);
+  return (p == PP_PATH_CUBLAS || p == PP_PATH_SPLIT) && converts_x(e);
 }
 
 bool
