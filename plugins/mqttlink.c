@@ -15,7 +15,7 @@ struct _GstPpMqttLink {
   GstPpMqttNotify notify;
   gpointer data;
   GMutex lock;
-  GCond done_changed, connected_changed;
+  GCond changed; /* connected or done moved */
   gboolean connected;
   const char *last_reason; /* why it is down, libmosquitto's static words */
   guint64 handed, done;
@@ -29,7 +29,7 @@ on_connect(struct mosquitto *mosq, void *obj, int rc)
   g_mutex_lock(&l->lock);
   l->connected = rc == 0;
   l->last_reason = rc == 0 ? NULL : mosquitto_connack_string(rc);
-  g_cond_broadcast(&l->connected_changed);
+  g_cond_broadcast(&l->changed);
   g_mutex_unlock(&l->lock);
   l->notify(l->data, rc == 0, l->last_reason);
 }
@@ -57,7 +57,7 @@ on_publish(struct mosquitto *mosq, void *obj, int mid)
   GstPpMqttLink *l = obj;
   g_mutex_lock(&l->lock);
   l->done++;
-  g_cond_broadcast(&l->done_changed);
+  g_cond_broadcast(&l->changed);
   g_mutex_unlock(&l->lock);
 }
 
@@ -77,8 +77,7 @@ gst_pp_mqtt_link_new(const char *host, int port, const char *client_id, GstPpMqt
   g_once(&once, init_library, NULL);
   GstPpMqttLink *l = g_new0(GstPpMqttLink, 1);
   g_mutex_init(&l->lock);
-  g_cond_init(&l->done_changed);
-  g_cond_init(&l->connected_changed);
+  g_cond_init(&l->changed);
   l->notify = notify;
   l->data = data;
   l->mosq = mosquitto_new(client_id, true, l);
@@ -118,8 +117,7 @@ gst_pp_mqtt_link_free(GstPpMqttLink *l)
     mosquitto_destroy(l->mosq);
   }
   g_mutex_clear(&l->lock);
-  g_cond_clear(&l->done_changed);
-  g_cond_clear(&l->connected_changed);
+  g_cond_clear(&l->changed);
   g_free(l);
 }
 
@@ -132,13 +130,32 @@ gst_pp_mqtt_link_connected(GstPpMqttLink *l)
   return up;
 }
 
+/* Waits, under the lock, up to timeout_ms for `settled`. */
+static void
+wait_for(GstPpMqttLink *l, gboolean (*settled)(const GstPpMqttLink *), guint timeout_ms)
+{
+  const gint64 until = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+  while (!settled(l) && g_cond_wait_until(&l->changed, &l->lock, until))
+    ;
+}
+
+static gboolean
+is_connected(const GstPpMqttLink *l)
+{
+  return l->connected;
+}
+
+static gboolean
+all_done(const GstPpMqttLink *l)
+{
+  return l->done >= l->handed;
+}
+
 gboolean
 gst_pp_mqtt_link_wait_connected(GstPpMqttLink *l, guint timeout_ms)
 {
-  const gint64 until = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
   g_mutex_lock(&l->lock);
-  while (!l->connected && g_cond_wait_until(&l->connected_changed, &l->lock, until))
-    ;
+  wait_for(l, is_connected, timeout_ms);
   const gboolean up = l->connected;
   g_mutex_unlock(&l->lock);
   return up;
@@ -180,10 +197,8 @@ gst_pp_mqtt_link_done(GstPpMqttLink *l)
 guint64
 gst_pp_mqtt_link_flush(GstPpMqttLink *l, guint timeout_ms)
 {
-  const gint64 until = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
   g_mutex_lock(&l->lock);
-  while (l->done < l->handed && g_cond_wait_until(&l->done_changed, &l->lock, until))
-    ;
+  wait_for(l, all_done, timeout_ms);
   const guint64 left = l->handed > l->done ? l->handed - l->done : 0;
   g_mutex_unlock(&l->lock);
   return left;
