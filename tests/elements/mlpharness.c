@@ -9,6 +9,29 @@
 #include <unistd.h>
 
 #include "mlpharness.h"
+#include "model.h"
+#include "testutil.h"
+
+void
+test_check_scores(GstBuffer *out, const pp_model *model, const float *x, uint32_t n,
+                  const char *what)
+{
+  const size_t count = (size_t) n * model->o;
+  assert_int_equal(gst_buffer_get_size(out), count * sizeof(float));
+  double *ref = g_new(double, count), *mag = g_new(double, count);
+  test_reference_mlp(model, x, n, ref, mag);
+  GstMapInfo map;
+  gst_buffer_map(out, &map, GST_MAP_READ);
+  const double err = test_scaled_error((const float *) map.data, ref, mag, count);
+  if (g_getenv("PP_DEBUG_DUMP") && !(err <= PP_FP32_REL_TOL))
+    for (size_t i = 0; i < count; i++)
+      g_printerr("%zu: %.9g %.9g\n", i, ((const float *) map.data)[i], ref[i]);
+  gst_buffer_unmap(out, &map);
+  g_free(ref);
+  g_free(mag);
+  if (!(err <= PP_FP32_REL_TOL))
+    fail_msg("%s: scaled error %.3e > %.0e", what, err, PP_FP32_REL_TOL);
+}
 
 GstElement *
 test_make_mlp(const char *backend, const char *first_property, ...)

@@ -102,27 +102,7 @@ image_to_x(const image *im, int channels, int patch, uint32_t *n, uint32_t *k)
   return x;
 }
 
-static void
-check_output_where(GstBuffer *out, const pp_model *model, const float *x, uint32_t n,
-                   const char *where)
-{
-  assert_int_equal(gst_buffer_get_size(out), (gsize) n * model->o * sizeof(float));
-  double *ref = g_new(double, (size_t) n * model->o), *mag = g_new(double, (size_t) n * model->o);
-  test_reference_mlp(model, x, n, ref, mag);
-  GstMapInfo map;
-  gst_buffer_map(out, &map, GST_MAP_READ);
-  const double err = test_scaled_error((const float *) map.data, ref, mag, (size_t) n * model->o);
-  if (g_getenv("PP_DEBUG_DUMP") && !(err <= PP_FP32_REL_TOL))
-    for (size_t i = 0; i < (size_t) n * model->o; i++)
-      g_printerr("%zu: %.9g %.9g\n", i, ((const float *) map.data)[i], ref[i]);
-  gst_buffer_unmap(out, &map);
-  g_free(ref);
-  g_free(mag);
-  if (!(err <= PP_FP32_REL_TOL))
-    fail_msg("%s: scaled error %.3e > %.0e", where, err, PP_FP32_REL_TOL);
-}
-
-#define check_output(out, model, x, n) check_output_where(out, model, x, n, G_STRLOC)
+#define check_output(out, model, x, n) test_check_scores(out, model, x, n, G_STRLOC)
 
 static pp_model *
 generated(uint32_t k, uint32_t d, uint32_t o, pp_hidden_activation act)
@@ -219,7 +199,7 @@ run_format(const format_desc *f, int patch, int w, int h_px, pp_hidden_activatio
       model = generated(k, 19, outputs, act);
     assert_int_equal(gst_harness_push(h, encode_frame(&im, f, &rng)), GST_FLOW_OK);
     GstBuffer *out = gst_harness_pull(h);
-    check_output_where(out, model, x, n, caps);
+    test_check_scores(out, model, x, n, caps);
     gst_buffer_unref(out);
     g_free(x);
     g_free(im.rgba);

@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "mlpharness.h"
 #include "testutil.h"
 #include "gstmain.h"
 
@@ -50,21 +51,6 @@ finish(GstHarness *h, GstBus *bus)
 
 enum { K = 96, N = 20, FRAMES = 40 };
 
-static void
-check_result(GstBuffer *out, const pp_model *model, const float *x, int frame)
-{
-  const size_t count = (size_t) N * model->o;
-  assert_int_equal(gst_buffer_get_size(out), count * sizeof(float));
-  double ref[N * 3], mag[N * 3];
-  test_reference_mlp(model, x, N, ref, mag);
-  GstMapInfo map;
-  gst_buffer_map(out, &map, GST_MAP_READ);
-  const double err = test_scaled_error((const float *) map.data, ref, mag, count);
-  gst_buffer_unmap(out, &map);
-  if (!(err <= PP_FP32_REL_TOL))
-    fail_msg("frame %d: scaled error %.3e > %.0e", frame, err, PP_FP32_REL_TOL);
-}
-
 /* Frames through `slots` slots spread over the list: each result is its own
  * frame's (inputs differ frame to frame, so a swap shows), in order. */
 static void
@@ -91,7 +77,8 @@ run_spread(guint slots)
     GstBuffer *out = gst_harness_pull(h);
     assert_int_equal(GST_BUFFER_PTS(out), i * 33 * GST_MSECOND);
     assert_int_equal(GST_BUFFER_OFFSET(out), i);
-    check_result(out, model, xs[i], i);
+    g_autofree gchar *what = g_strdup_printf("frame %d", i);
+    test_check_scores(out, model, xs[i], N, what);
     gst_buffer_unref(out);
   }
 

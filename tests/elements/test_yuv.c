@@ -20,6 +20,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "mlpharness.h"
 #include "testutil.h"
 #include "gstmain.h"
 #include "piperun.h"
@@ -133,22 +134,6 @@ harness(const char *caps, const char *properties)
   return h;
 }
 
-static void
-check_result(GstBuffer *out, const pp_model *model, const float *x, uint32_t n, const char *what)
-{
-  assert_int_equal(gst_buffer_get_size(out), (gsize) n * model->o * sizeof(float));
-  double *ref = g_new(double, (size_t) n * model->o), *mag = g_new(double, (size_t) n * model->o);
-  test_reference_mlp(model, x, n, ref, mag);
-  GstMapInfo map;
-  gst_buffer_map(out, &map, GST_MAP_READ);
-  const double err = test_scaled_error((const float *) map.data, ref, mag, (size_t) n * model->o);
-  gst_buffer_unmap(out, &map);
-  g_free(ref);
-  g_free(mag);
-  if (!(err <= PP_FP32_REL_TOL))
-    fail_msg("%s: scaled error %.3e > %.0e", what, err, PP_FP32_REL_TOL);
-}
-
 /* ---- every format, mapping and color ----------------------------------------- */
 
 typedef struct {
@@ -195,7 +180,7 @@ run_case(const yuv_case *c, int patch, const char *color, test_rng *rng)
     GstBuffer *out = gst_harness_pull(h);
     pp_model *model = NULL;
     assert_int_equal(pp_model_generate(k, 16, 3, PP_HIDDEN_AUTO, &model), 0);
-    check_result(out, model, x, n, what);
+    test_check_scores(out, model, x, n, what);
     pp_model_free(model);
     gst_buffer_unref(out);
     g_free(x);
