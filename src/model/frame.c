@@ -184,3 +184,20 @@ pp_layout_for_tensor(uint32_t n, uint32_t k, pp_frame_layout *out, char **msg)
   };
   return 0;
 }
+
+bool
+pp_frame_layout_equal(const pp_frame_layout *a, const pp_frame_layout *b)
+{
+  if (a->kind != b->kind || a->n != b->n || a->k != b->k || a->width != b->width ||
+      a->height != b->height || a->channels != b->channels || a->pixel_stride != b->pixel_stride ||
+      a->row_stride != b->row_stride || a->patch != b->patch ||
+      a->patches_per_row != b->patches_per_row ||
+      memcmp(a->channel_offset, b->channel_offset, sizeof a->channel_offset) != 0 ||
+      a->scale != b->scale || a->bias != b->bias || a->is_yuv != b->is_yuv ||
+      a->n_planes != b->n_planes || a->frame_bytes != b->frame_bytes)
+    return false;
+  /* pp_yuv and pp_plane are 32-bit fields only: no padding to compare. */
+  if (a->is_yuv && memcmp(&a->yuv, &b->yuv, sizeof a->yuv) != 0)
+    return false;
+  return memcmp(a->planes, b->planes, a->n_planes * sizeof a->planes[0]) == 0;
+}

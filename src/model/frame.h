@@ -71,4 +71,7 @@ int pp_layout_for_yuv(const pp_yuv_frame *frame, pp_color color, pp_mapping mapp
 
 int pp_layout_for_tensor(uint32_t n, uint32_t k, pp_frame_layout *out, char **msg);
 
+/* Whether two layouts read the same bytes the same way, field by field. */
+bool pp_frame_layout_equal(const pp_frame_layout *a, const pp_frame_layout *b);
+
 #endif

@@ -473,6 +473,26 @@ pp_model_describe(const pp_model *model)
   return g_string_free(text, FALSE);
 }
 
+char *
+pp_model_fingerprint(const pp_model *model)
+{
+  GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_autofree char *desc = pp_model_describe(model);
+  g_checksum_update(sum, (const guchar *) desc, -1);
+  for (unsigned l = 0; l < model->n_layers; l++) {
+    const pp_layer *layer = &model->layers[l];
+    const guchar has_bias = layer->b != NULL;
+    g_checksum_update(sum, &has_bias, 1);
+    g_checksum_update(sum, (const guchar *) layer->w,
+                      (gssize) ((size_t) layer->out * layer->in * sizeof(float)));
+    if (layer->b)
+      g_checksum_update(sum, (const guchar *) layer->b, (gssize) (layer->out * sizeof(float)));
+  }
+  char *digest = g_strdup(g_checksum_get_string(sum));
+  g_checksum_free(sum);
+  return digest;
+}
+
 int
 pp_model_check_inputs(const pp_model *model, uint32_t k, char **msg)
 {

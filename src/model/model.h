@@ -87,6 +87,11 @@ uint32_t pp_model_max_hidden(const pp_model *model);
  * grammar; caller frees. */
 char *pp_model_describe(const pp_model *model);
 
+/* A digest of everything the model computes with (layers, activations,
+ * weights, biases): equal for two loads of the same file, different for
+ * any other weights. Caller frees. */
+char *pp_model_fingerprint(const pp_model *model);
+
 void pp_model_free(pp_model *model);
 
 #endif
