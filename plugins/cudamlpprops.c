@@ -19,6 +19,7 @@
 #define DEFAULT_OUTPUT GST_CUDA_MLP_OUTPUT_AUTO
 #define DEFAULT_TUNING PP_TUNING_CACHED
 #define DEFAULT_PREWAKE TRUE
+#define DEFAULT_SHARED FALSE
 
 #define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
 
@@ -121,6 +122,14 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       "each is due and watches for it awake (up to ~100 us of a core per frame), so a live "
       "frame's result is not late by a sleeping thread's wake-up. Off where no core may spin",
       DEFAULT_PREWAKE, CONFIG_FLAGS);
+  props[PROP_SHARED] = g_param_spec_boolean(
+      "shared", "Shared",
+      "Run on one GPU backend with every other shared cudamlp of the process that has the same "
+      "backend, device-id, precision, model, frame layout, slots and plan: the weights, plan, "
+      "CUDA streams and buffers are held once, and the streams' frames take turns in its slots "
+      "(for many streams, e.g. cameras, on one GPU). Results come through one completion thread "
+      "(completion=event-thread) and each stream keeps its own order",
+      DEFAULT_SHARED, CONFIG_FLAGS);
   props[PROP_TRACE_FILE] = g_param_spec_string(
       "trace-file", "Trace file",
       "Writes a Chrome trace of the run (host and GPU spans, every frame timed) to this file at "
@@ -129,7 +138,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       NULL, CONFIG_FLAGS);
   props[PROP_STATS] = g_param_spec_boxed(
       "stats", "Statistics",
-      "Backend and how it runs frames (detail; plan, plan-source and how many plans came from "
+      "Backend and how it runs frames (detail; streams: how many streams run on the backend, "
+      "more than 1 where shared; plan, plan-source and how many plans came from "
       "the cache or were made; startup: what starting took, part by part, in ms), frames "
       "done, per-frame latency through the element (mean over all frames; p50, p99 over the "
       "last 4096) in microseconds, mean GPU stage times (sampled), staged (copied) inputs, and "
@@ -155,6 +165,7 @@ gst_cuda_mlp_init_config(GstCudaMlp *self)
   s->device_ids = g_strdup(DEFAULT_DEVICE_ID);
   s->tuning = DEFAULT_TUNING;
   s->prewake = DEFAULT_PREWAKE;
+  s->shared = DEFAULT_SHARED;
   s->backend = (pp_backend_options){
     .kind = DEFAULT_BACKEND,
     .device_id = 0,
@@ -250,6 +261,9 @@ gst_cuda_mlp_set_config(GObject *object, guint prop_id, const GValue *value, GPa
     case PROP_PREWAKE:
       s->prewake = g_value_get_boolean(value);
       break;
+    case PROP_SHARED:
+      s->shared = g_value_get_boolean(value);
+      break;
     case PROP_TRACE_FILE:
       replace_string(&s->trace_file, value);
       break;
@@ -319,6 +333,9 @@ gst_cuda_mlp_get_config(GstCudaMlp *self, guint prop_id, GValue *value, GParamSp
       break;
     case PROP_PREWAKE:
       g_value_set_boolean(value, s->prewake);
+      break;
+    case PROP_SHARED:
+      g_value_set_boolean(value, s->shared);
       break;
     case PROP_TRACE_FILE:
       g_value_set_string(value, s->trace_file);

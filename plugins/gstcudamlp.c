@@ -22,6 +22,7 @@
  */
 #include "gstcudamlp.h"
 
+#include "backend_shared.h"
 #include "cudainput.h"
 #include "cudamlpcontext.h"
 #include "cudamlpenums.h"
@@ -52,12 +53,13 @@ GST_ELEMENT_REGISTER_DEFINE(cudamlp, "cudamlp", GST_RANK_NONE, GST_TYPE_CUDA_MLP
 /* The backend's options as the properties and the pipeline's CUDA context
  * have them; FALSE with the error posted. */
 static gboolean
-backend_options(GstCudaMlp *self, pp_backend_options *options, gboolean *prewake)
+backend_options(GstCudaMlp *self, pp_backend_options *options, gboolean *prewake, gboolean *shared)
 {
   GST_OBJECT_LOCK(self);
   *options = self->settings.backend;
   g_autofree gchar *device_error = g_strdup(self->settings.device_error);
   *prewake = self->settings.prewake;
+  *shared = self->settings.shared;
   self->active_slots = self->settings.slots;
   GST_OBJECT_UNLOCK(self);
   if (device_error) {
@@ -81,14 +83,19 @@ static gboolean
 gst_cuda_mlp_start(GstCudaMlp *self)
 {
   pp_backend_options options;
-  gboolean prewake;
+  gboolean prewake, shared;
   g_autofree gchar *trace_path = gst_cuda_mlp_trace_path(self);
-  if (!backend_options(self, &options, &prewake) || !gst_cuda_mlp_model_start(self))
+  if (!backend_options(self, &options, &prewake, &shared) || !gst_cuda_mlp_model_start(self))
     return FALSE;
   options.time_every_frame = trace_path != NULL;
   pp_backend *backend = NULL;
   gchar *msg = NULL, *note = NULL;
-  if (pp_backend_open(&options, NULL, NULL, &backend, &note, &msg) < 0) {
+  /* A shared backend reports through its own completion thread. */
+  if (shared)
+    options.completion = PP_COMPLETION_EVENT_THREAD;
+  const int rc = shared ? pp_backend_open_shared(&options, &backend, &note, &msg)
+                        : pp_backend_open(&options, NULL, NULL, &backend, &note, &msg);
+  if (rc < 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot start the compute backend: %s.", msg),
                       ("%s", msg));
     g_clear_pointer(&msg, g_free);

@@ -53,6 +53,7 @@ typedef struct {
   pp_tuning tuning;
   gchar *plan; /* a plan line to run, or NULL */
   gboolean prewake;
+  gboolean shared;
   gchar *trace_file;
 } GstCudaMlpSettings;
 

@@ -19,7 +19,7 @@
 #include "precision.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 6
+#define PP_BACKEND_ABI 7
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -82,6 +82,11 @@ typedef struct {
   const char *cached;
   /* Choose by timing each candidate once (compute-sanitizer runs). */
   bool quick;
+  /* Capture no CUDA graph: another user of the CUDA context (the decoder
+   * that writes the frames) synchronizes the whole context, which breaks a
+   * capture open at that moment, and the driver has crashed in that race.
+   * A plan that forces graphs=on keeps them. */
+  bool no_graphs;
 } pp_plan_request;
 
 typedef enum {
@@ -145,6 +150,9 @@ typedef struct {
    * layout and the slots (the GPU, the driver, library versions), for the
    * plan cache's key; NULL or absent: plans are not cached. */
   const char *(*plan_key)(pp_backend *b);
+  /* Optional: how many streams run on this backend now (the lanes of a
+   * shared one, backend_shared.h); absent: one. */
+  unsigned (*streams)(pp_backend *b);
 } pp_backend_ops;
 
 struct pp_backend {

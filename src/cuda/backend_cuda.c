@@ -189,6 +189,10 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
   int rc = req && req->forced ? pp_cuda_plan_parse(req->forced, &given, msg) : 0;
   if (rc < 0)
     return rc;
+  if (req && req->no_graphs && !(given.given & PP_PLAN_GRAPHS)) {
+    given.graphs = false;
+    given.given |= PP_PLAN_GRAPHS;
+  }
   b->plan_source = req && req->forced ? PP_PLAN_FORCED : PP_PLAN_TUNED;
   int64_t t0 = pp_now_ns();
   if (req && req->cached && !req->forced) {
@@ -340,6 +344,9 @@ cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times 
   if (s->staged_out)
     memcpy(job->output, s->staging_out, s->out_bytes);
   if (!s->timed)
+    return 0;
+  /* A shared backend's lanes finish on their own threads. */
+  if (pp_cuda_device_bind(&b->device) != cudaSuccess)
     return 0;
   float h2d = -1, mlp = -1, d2h = -1;
   if (cudaEventElapsedTime(&h2d, s->ev_start, s->ev_h2d) != cudaSuccess ||

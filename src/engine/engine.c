@@ -134,6 +134,12 @@ pp_engine_backend_detail(pp_engine *e)
   return detail ? detail : "";
 }
 
+unsigned
+pp_engine_streams(pp_engine *e)
+{
+  return e->backend->ops->streams ? e->backend->ops->streams(e->backend) : 1;
+}
+
 int
 pp_engine_acquire(pp_engine *e, unsigned *index)
 {

@@ -67,6 +67,9 @@ bool pp_engine_is_configured(pp_engine *e);
 const char *pp_engine_backend_name(pp_engine *e);
 /* The backend's own account of how it runs frames ("" if it gives none). */
 const char *pp_engine_backend_detail(pp_engine *e);
+/* Streams running on the engine's backend now: 1, or more where it is
+ * shared (backend_shared.h). */
+unsigned pp_engine_streams(pp_engine *e);
 
 /* Producer. acquire waits until the next slot in turn is free and a ticket
  * is available (the only place a producer blocks) and returns the ticket,
