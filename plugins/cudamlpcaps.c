@@ -186,7 +186,8 @@ make_output_pool(GstCudaMlp *self, const pp_model *model)
 /* The engine configured for `model` and `layout`, its plan from the cache
  * where one fits; a cache that could not be used is said once. */
 static gboolean
-configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout)
+configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout,
+          gboolean cuda_memory)
 {
   GST_OBJECT_LOCK(self);
   g_autofree gchar *forced =
@@ -195,7 +196,9 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   const pp_precision precision = self->settings.backend.precision;
   GST_OBJECT_UNLOCK(self);
   g_autofree gchar *settings = g_strdup_printf("precision=%s", pp_precision_name(precision));
-  const pp_plan_settings plan = { tuning, forced, NULL, settings };
+  /* The frames' decoder synchronizes the CUDA context we share with it,
+   * which no graph capture survives (backend.h). */
+  const pp_plan_settings plan = { tuning, forced, NULL, settings, cuda_memory };
   pp_plan_outcome outcome;
   gchar *msg = NULL;
   if (pp_plan_configure(self->engine, model, layout, self->active_slots, &plan, &outcome, &msg) <
@@ -326,7 +329,7 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   }
   /* The caller has drained the frames of the old caps: the slots can be
    * resized. */
-  if (!configure(self, model, &layout))
+  if (!configure(self, model, &layout, pp_caps_are_cuda_memory(caps)))
     return CAPS_FAILED;
   self->layout = layout;
   self->model = model;

@@ -3,10 +3,12 @@
  * freed. */
 #include "slot.h"
 
+#include <errno.h>
 #include <glib.h>
 #include <string.h>
 
 #include "check.h"
+#include "log.h"
 #include "lt_table.h"
 #include "pinned.h"
 
@@ -111,9 +113,16 @@ typedef struct {
   bool between;
 } graph_part;
 
+/* A capture is invalidated by another thread synchronizing the whole
+ * context while it is open: NVDEC's decoder calls cuCtxSynchronize for
+ * every frame in the pipeline's context, which we share to read its frames.
+ * Such a capture is made again, after a pause that grows each time. */
+#define CAPTURE_TRIES 20
+#define CAPTURE_PAUSE_US 200
+
 static int
-capture(pp_cuda_slot *s, const pp_mlp_exec *e, const pp_cuda_plan *plan, graph_part part,
-        cudaGraphExec_t *exec, char **msg)
+capture_once(pp_cuda_slot *s, const pp_mlp_exec *e, const pp_cuda_plan *plan, graph_part part,
+             cudaGraphExec_t *exec, char **msg)
 {
   cudaGraph_t graph = NULL;
   CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
@@ -122,6 +131,13 @@ capture(pp_cuda_slot *s, const pp_mlp_exec *e, const pp_cuda_plan *plan, graph_p
   const int rc = part.between ? pp_mlp_exec_run_between(e, plan, &s->buf, s->stream, &reason)
                               : pp_mlp_exec_run(e, plan, &s->buf, &rows, s->stream, &reason);
   const cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
+  if (end == cudaErrorStreamCaptureInvalidated) {
+    if (graph)
+      cudaGraphDestroy(graph);
+    cudaGetLastError();
+    g_free(reason);
+    return -EAGAIN;
+  }
   if (rc < 0) {
     if (graph)
       cudaGraphDestroy(graph);
@@ -137,6 +153,27 @@ capture(pp_cuda_slot *s, const pp_mlp_exec *e, const pp_cuda_plan *plan, graph_p
     return pp_cuda_fail(msg, "cudaGraphInstantiate", err, __FILE__, __LINE__);
   }
   return 0;
+}
+
+static int
+capture(pp_cuda_slot *s, const pp_mlp_exec *e, const pp_cuda_plan *plan, graph_part part,
+        cudaGraphExec_t *exec, char **msg)
+{
+  for (int tries = 1;; tries++) {
+    const int rc = capture_once(s, e, plan, part, exec, msg);
+    if (rc != -EAGAIN)
+      return rc;
+    if (tries == CAPTURE_TRIES) {
+      *msg =
+          g_strdup_printf("capturing the MLP's CUDA graph was invalidated %d times in a row by "
+                          "another thread synchronizing the CUDA context; set plan=\"graphs=off\"",
+                          tries);
+      return -EIO;
+    }
+    pp_log(PP_LOG_DEBUG, "cuda", "a graph capture was invalidated by another thread (try %d)",
+           tries);
+    g_usleep(CAPTURE_PAUSE_US * tries);
+  }
 }
 
 int

@@ -154,13 +154,15 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
   g_autofree char *key = NULL, *cached = NULL;
   int lock = -1;
   if (use_cache) {
-    key = pp_plan_cache_key(backend_key, model, layout, n_slots, s->settings);
+    g_autofree char *settings =
+        g_strdup_printf("%s%s", s->settings ? s->settings : "", s->no_graphs ? " graphs=off" : "");
+    key = pp_plan_cache_key(backend_key, model, layout, n_slots, settings);
     out->path = entry_path(s->dir, key);
     lock = lock_entry(out->path);
     if (s->tuning == PP_TUNING_CACHED)
       cached = read_entry(out->path, key, &out->warning);
   }
-  const pp_plan_request request = { s->forced, cached, s->tuning == PP_TUNING_QUICK };
+  const pp_plan_request request = { s->forced, cached, s->tuning == PP_TUNING_QUICK, s->no_graphs };
   const int rc = pp_engine_configure(e, model, layout, n_slots, &request, msg);
   pp_plan_info info;
   if (rc < 0) {

@@ -32,6 +32,7 @@ typedef struct {
   const char *forced;   /* a plan line, or part of one, to run (never stored) */
   const char *dir;      /* NULL: g_get_user_cache_dir()/pingpong */
   const char *settings; /* the element's settings that reach the plan ("precision=fp32") */
+  bool no_graphs;       /* pp_plan_request's; part of the key */
 } pp_plan_settings;
 
 typedef struct {

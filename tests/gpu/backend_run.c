@@ -14,6 +14,7 @@
 
 uint64_t seed;
 bool quick;
+bool no_graphs;
 pp_precision precision = PP_PRECISION_FP32;
 
 const shape shapes[] = {
@@ -156,7 +157,7 @@ setup_run(run *r, const shape *s, const char *path, const char *extra, pp_comple
   r->backend = b;
   r->engine = pp_engine_new(b, NULL, NULL);
   /* Quick (compute-sanitizer): each choice the plan leaves open timed once. */
-  const pp_plan_request request = { g_strstrip(line)[0] ? line : NULL, NULL, quick };
+  const pp_plan_request request = { g_strstrip(line)[0] ? line : NULL, NULL, quick, no_graphs };
   if (pp_engine_configure(r->engine, r->model, &r->layout, slots, &request, &msg) < 0)
     fail_msg("%s [%s]: %s", s->name, line, msg);
 

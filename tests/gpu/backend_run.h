@@ -65,6 +65,9 @@ void pop(run *r, int expect);
 void check_outputs(run *r, const char *what);
 void teardown_run(run *r);
 
+/* The request's no_graphs in setup_run (false unless set). */
+extern bool no_graphs;
+
 /* The precision setup_run opens the backend with (fp32 unless set). */
 extern pp_precision precision;
 

@@ -3,7 +3,9 @@
 # Frames already on the GPU: `cudaupload ! cudamlp` and `nvh264dec ! cudamlp`
 # (CUDA memory, no converter between) give the scores the system-memory path
 # gives for the same frames, and cudamlp counts every frame as read on the
-# device (device-inputs), none uploaded or staged. Needs GStreamer's nvcodec
+# device (device-inputs), none uploaded or staged. Frames in CUDA memory
+# run without CUDA graphs (their decoder synchronizes the context we
+# share, which no capture survives), frames in system memory with them. Needs GStreamer's nvcodec
 # plugin (gstreamer1.0-plugins-bad); exits 77 without it. PP_CLIP: a 1080p
 # H.264 mp4 for the nvh264dec part (made with x264enc when that is here).
 set -euo pipefail
@@ -31,6 +33,13 @@ print(f"  {sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {a.size}
 assert err <= 1e-5, err
 PY
 }
+plan_of() { grep -o 'plan=(string)[^,;]*' "$out/$1.log" | tail -1; }
+check_graphs() {
+  local plan
+  plan=$(plan_of "$1")
+  echo "  $1: $plan"
+  grep -q "graphs\\\\*=$2" <<< "$plan" || { echo "$1 should run with graphs=$2"; exit 1; }
+}
 check_device() {
   local frames=$2 dev staged
   dev=$(stat_of "$1" device-inputs) staged=$(stat_of "$1" staged-inputs)
@@ -45,6 +54,8 @@ for format in NV12 I420 YUY2; do
     run "dev-$format-$color" $src ! cudaupload ! "video/x-raw(memory:CUDAMemory)" ! $mlp color=$color
     same "dev-$format-$color" "sys-$format-$color"
     check_device "dev-$format-$color" $N
+    check_graphs "dev-$format-$color" off
+    check_graphs "sys-$format-$color" on
   done
 done
 
@@ -62,6 +73,7 @@ if [ -n "$clip" ] && gst-inspect-1.0 nvh264dec > /dev/null 2>&1; then
   same nvdec-dev nvdec-sys
   n=$(stat_of nvdec-sys frames)
   check_device nvdec-dev "$n"
+  check_graphs nvdec-dev off
 else
   echo "  nvh264dec part skipped: no clip (PP_CLIP) or no nvh264dec"
 fi

@@ -49,7 +49,7 @@ expect_configure_error(const pp_frame_layout *layout, const char *forced, const 
   pp_backend *b = NULL;
   assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
   pp_engine *engine = pp_engine_new(b, NULL, NULL);
-  const pp_plan_request request = { forced, NULL, quick };
+  const pp_plan_request request = { forced, NULL, quick, false };
   assert_int_equal(pp_engine_configure(engine, model, layout, 2, &request, &msg), -EINVAL);
   if (!strstr(msg, expected))
     fail_msg("configure said '%s', not '%s'", msg, expected);
@@ -173,6 +173,46 @@ test_completion_modes_and_graphs(void **state)
                 graphs == mode % 2, slots);
 }
 
+/* Another thread synchronizing the whole context (NVDEC's decoder does,
+ * for every frame, in the pipeline's context cudamlp shares) while the
+ * backend plans and runs: with no_graphs, as cudamlp asks for frames in
+ * CUDA memory, no graph is captured (a capture open at such a moment is
+ * broken, and the driver has crashed in that race), the plan says
+ * graphs=off, and the frames come out right. */
+static gpointer
+synchronize_context(gpointer data)
+{
+  gint *stop = data;
+  if (cudaSetDevice(0) != cudaSuccess)
+    return NULL;
+  while (!g_atomic_int_get(stop))
+    cudaDeviceSynchronize();
+  return NULL;
+}
+
+static void
+test_no_graphs_beside_context_sync(void **state)
+{
+  (void) state;
+  gint stop = 0;
+  GThread *neighbour = g_thread_new("ctx-sync", synchronize_context, &stop);
+  no_graphs = true;
+  expect_detail = "graphs=off";
+  for (int i = 0; i < (quick ? 1 : 4); i++)
+    run_all(&shapes[i % 2], i < 2 ? "" : "cublas", NULL, modes[i % 2], true, 2);
+  g_atomic_int_set(&stop, 1);
+  g_thread_join(neighbour);
+}
+
+static int
+reset_graphs(void **state)
+{
+  (void) state;
+  no_graphs = false;
+  expect_detail = NULL;
+  return 0;
+}
+
 static void
 test_autotune_picks_a_working_path(void **state)
 {
@@ -218,14 +258,14 @@ test_plan_lines(void **state)
                   info.startup.plan_ms, info.startup.graphs_ms);
     char *msg = NULL;
     /* Forced from its own line: the same plan. */
-    const pp_plan_request forced = { tuned, NULL, false };
+    const pp_plan_request forced = { tuned, NULL, false, false };
     if (pp_engine_configure(r.engine, r.model, &r.layout, 2, &forced, &msg) < 0)
       fail_msg("%s: forcing %s: %s", s->name, tuned, msg);
     assert_true(pp_engine_plan_info(r.engine, &info));
     assert_string_equal(info.line, tuned);
     assert_int_equal(info.source, PP_PLAN_FORCED);
     /* Cached: used as it is, the plan step a check. */
-    const pp_plan_request cached = { NULL, tuned, false };
+    const pp_plan_request cached = { NULL, tuned, false, false };
     assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &cached, &msg), 0);
     assert_true(pp_engine_plan_info(r.engine, &info));
     assert_int_equal(info.source, PP_PLAN_CACHED);
@@ -242,7 +282,7 @@ test_plan_lines(void **state)
   assert_true(pp_engine_plan_info(r.engine, &info));
   g_autofree char *stale = g_strdup_printf("%s gemm0=id100000", info.line);
   char *msg = NULL;
-  const pp_plan_request cached = { NULL, stale, false };
+  const pp_plan_request cached = { NULL, stale, false, false };
   assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &cached, &msg), 0);
   assert_true(pp_engine_plan_info(r.engine, &info));
   assert_int_equal(info.source, PP_PLAN_TUNED);
@@ -312,6 +352,7 @@ main(void)
     cmocka_unit_test(test_chunks),
     cmocka_unit_test(test_zero_copy),
     cmocka_unit_test_teardown(test_precisions, reset_precision),
+    cmocka_unit_test_teardown(test_no_graphs_beside_context_sync, reset_graphs),
     cmocka_unit_test(test_autotune_picks_a_working_path),
     cmocka_unit_test(test_plan_lines),
     cmocka_unit_test(test_flush_and_teardown_in_flight),

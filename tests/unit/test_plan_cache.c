@@ -53,12 +53,19 @@ rig_down(rig *r)
 /* Configures through the cache in `dir`; the outcome for the caller to
  * read and clear. */
 static void
-configure(rig *r, const char *dir, pp_tuning tuning, const char *forced, pp_plan_outcome *out)
+configure_graphs(rig *r, const char *dir, pp_tuning tuning, const char *forced, bool no_graphs,
+                 pp_plan_outcome *out)
 {
-  const pp_plan_settings s = { tuning, forced, dir, "precision=fp32" };
+  const pp_plan_settings s = { tuning, forced, dir, "precision=fp32", no_graphs };
   char *msg = NULL;
   if (pp_plan_configure(r->engine, r->model, &r->layout, 2, &s, out, &msg) < 0)
     fail_msg("configure: %s", msg);
+}
+
+static void
+configure(rig *r, const char *dir, pp_tuning tuning, const char *forced, pp_plan_outcome *out)
+{
+  configure_graphs(r, dir, tuning, forced, false, out);
 }
 
 /* One frame of fixed inputs through the engine: its outputs. */
@@ -154,6 +161,33 @@ test_first_stores_second_reads(void **state)
   pp_plan_outcome_clear(&second);
   pp_plan_outcome_clear(&full);
   g_unlink(path);
+  g_rmdir(dir);
+}
+
+/* A plan made without graphs (frames from a decoder sharing the context)
+ * is kept apart from one made with them: neither is read for the other. */
+static void
+test_no_graphs_is_its_own_entry(void **state)
+{
+  (void) state;
+  g_autofree char *dir = g_dir_make_tmp("pp-plans-XXXXXX", NULL);
+  rig r;
+  rig_up(&r);
+  pp_plan_outcome with, without, again;
+  configure_graphs(&r, dir, PP_TUNING_CACHED, NULL, false, &with);
+  configure_graphs(&r, dir, PP_TUNING_CACHED, NULL, true, &without);
+  assert_true(with.written && without.written);
+  assert_false(without.read);
+  assert_string_not_equal(with.path, without.path);
+  configure_graphs(&r, dir, PP_TUNING_CACHED, NULL, true, &again);
+  assert_true(again.read);
+  assert_string_equal(again.path, without.path);
+  g_unlink(with.path);
+  g_unlink(without.path);
+  pp_plan_outcome_clear(&with);
+  pp_plan_outcome_clear(&without);
+  pp_plan_outcome_clear(&again);
+  rig_down(&r);
   g_rmdir(dir);
 }
 
@@ -272,7 +306,7 @@ test_processes_store_at_once(void **state)
         rig_up(&r);
         pp_plan_outcome out;
         const pp_plan_settings s = { i % 2 ? PP_TUNING_FULL : PP_TUNING_CACHED, NULL, dir,
-                                     "precision=fp32" };
+                                     "precision=fp32", false };
         char *msg = NULL;
         const int rc = pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &out, &msg);
         const bool bad = rc < 0 || (out.warning && !strstr(out.warning, "no longer fits"));
@@ -323,7 +357,7 @@ configure_at_once(gpointer data)
   r.engine = pp_engine_new(b, NULL, NULL);
   g_assert(pp_model_generate(2048, 2048, O, PP_HIDDEN_RELU, &r.model) == 0);
   g_assert(pp_layout_for_tensor(N, 2048, &r.layout, &msg) == 0);
-  const pp_plan_settings s = { PP_TUNING_CACHED, NULL, c->dir, "precision=fp32" };
+  const pp_plan_settings s = { PP_TUNING_CACHED, NULL, c->dir, "precision=fp32", false };
   pthread_barrier_wait(c->start);
   g_assert(pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &c->out, &msg) == 0);
   rig_down(&r);
@@ -369,6 +403,7 @@ main(void)
     cmocka_unit_test(test_bad_entries_are_replaced),
     cmocka_unit_test(test_unwritable_directory),
     cmocka_unit_test(test_forced_plans_are_not_cached),
+    cmocka_unit_test(test_no_graphs_is_its_own_entry),
     cmocka_unit_test(test_one_plan_made_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
