@@ -24,7 +24,8 @@
  * Several GPUs: --devices 0,1 spreads one cudamlp's slots over them (the
  * stages alone are then timed on the first device, with its part of the
  * element's plan line); --streams S runs S such branches in one pipeline
- * (stream s on the (s mod G)-th device), frames/s then being their sum.
+ * (stream s on the (s mod G)-th device), frames/s then being their sum;
+ * with --shared, the streams of a device share one backend (shared=true).
  *
  * --backend cpu runs every step on the CPU backend, which has no copies:
  * its MLP alone is timed, the copy columns say "–".
@@ -33,8 +34,8 @@
  *                  [--frames 4096] [--warmup 128] [--repeats 3]
  *                  [--completion auto|consumer|event-thread]
  *                  [--precision fp32|tf32|bf16|fp16]
- *                  [--devices 0,1] [--streams S] [--backend cpu] [--trace DIR]
- *                  [--interval-us U]
+ *                  [--devices 0,1] [--streams S] [--shared] [--backend cpu]
+ *                  [--trace DIR] [--interval-us U]
  */
 #include <cuda_runtime_api.h>
 #include <gst/app/gstappsrc.h>
@@ -88,6 +89,7 @@ typedef struct {
   char *tuning, *plan;
   const char *trace_file; /* the traced run's */
   int frames, warmup, repeats, streams, interval_us;
+  gboolean shared;
 } options;
 
 typedef struct {
@@ -330,10 +332,10 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
         "appsrc name=src%u format=time is-live=false max-bytes=0 caps=\"%s\" ! "
         "cudamlp name=mlp%u backend=%s device-id=%s slots=%u mapping=%s patch-size=%u "
         "hidden-size=%u outputs=%u completion=%s precision=%s color=%s layers=\"%s\" "
-        "tuning=%s plan=\"%s\" trace-file=\"%s\" ! fakesink name=sink%u sync=false ",
+        "tuning=%s plan=\"%s\" trace-file=\"%s\" shared=%s ! fakesink name=sink%u sync=false ",
         s, w->caps, s, o->backend, devices, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1,
         w->outputs, o->completion, o->precision, w->color, w->layers ? w->layers : "", o->tuning,
-        o->plan ? o->plan : "", trace, s);
+        o->plan ? o->plan : "", trace, o->shared ? "true" : "false", s);
   }
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc->str, &err);
@@ -481,6 +483,10 @@ main(int argc, char **argv)
       "S appsrc ! cudamlp ! fakesink branches in one pipeline, each fed by its own thread; "
       "frames/s is their sum, --frames per stream (1)",
       "S" },
+    { "shared", 0, 0, G_OPTION_ARG_NONE, &o.shared,
+      "every stream's cudamlp with shared=true: one backend (weights, plan, slots) for all the "
+      "streams of a device",
+      NULL },
     { "interval-us", 0, 0, G_OPTION_ARG_INT, &o.interval_us,
       "push a frame every U microseconds, like a live source, instead of as fast as taken: latency "
       "is "
@@ -505,6 +511,12 @@ main(int argc, char **argv)
     o.workloads = g_strdup("seed,hd,hd-nv12,hd-luma,tiny,balanced,deep,narrow");
   if (!o.slots)
     o.slots = g_strdup("1,2,3,4");
+  /* A shared backend reports through its completion thread, whatever the
+   * element's completion says: the stages alone are timed the same way. */
+  if (o.shared) {
+    g_free(o.completion);
+    o.completion = g_strdup("event-thread");
+  }
   if (!o.completion)
     o.completion = g_strdup("auto");
   if (!o.precision)
@@ -547,10 +559,10 @@ main(int argc, char **argv)
   }
   if (devices)
     cudaGetDeviceProperties(&prop, 0);
-  printf("# device: %s, %d SMs (%d visible); backend=%s devices=%s streams=%d completion=%s "
+  printf("# device: %s, %d SMs (%d visible); backend=%s devices=%s streams=%d%s completion=%s "
          "precision=%s; %d measured frames after %d, median of %d runs; %s\n",
          prop.name, prop.multiProcessorCount, devices, o.backend, o.devices, o.streams,
-         o.completion, o.precision, o.frames, o.warmup, o.repeats,
+         o.shared ? " (shared)" : "", o.completion, o.precision, o.frames, o.warmup, o.repeats,
          o.interval_us ? "paced" : "saturated");
   if (o.interval_us)
     printf("# paced: a frame every %d µs\n", o.interval_us);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Cameras per GPU: N RTP/H.264 cameras on loopback, one sender process
+# replaying an encoded clip per camera paced by the clock (filesrc !
+# qtdemux ! h264parse ! rtph264pay ! udpsink sync=true: sending costs no
+# encoding; the cameras' frames spread evenly over a frame period, as
+# cameras that were not switched on together send them), one receiver process (pp-cameras-receiver) decoding every
+# camera with nvh264dec and then, per TAILS entry, nothing (the decoders
+# alone), cudamlp with hd's model on a backend shared by all the cameras,
+# or one cudamlp backend per camera. Per N and tail one line: frames that
+# reached the sink of all sent (and cameras that got every frame), and the
+# time from the decoder's output to the sink, p50/p99/max over every frame.
+#
+#   bench/cameras-bench.sh CLIP.mp4 FRAMES "32 96 192"
+#   TAILS="decoder shared own" (default), LATENCY=100 (ms, the jitterbuffer's),
+#   DECODER=nvh264dec, BACKEND=cuda (avdec_h264 and cpu try it without a GPU),
+#   MLP_ARGS="slots=4" (more of cudamlp's properties)
+#
+# The clip: 1080p30 H.264 at 6 Mbit/s, keyframes every second, e.g.
+#   gst-launch-1.0 -e videotestsrc num-buffers=600 pattern=snow !
+#     video/x-raw,format=I420,width=1920,height=1080,framerate=30/1 !
+#     x264enc speed-preset=ultrafast tune=zerolatency pass=cbr bitrate=6000 key-int-max=30 !
+#     mp4mux ! filesink location=clip.mp4
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+export GST_PLUGIN_PATH=${GST_PLUGIN_PATH:-$here/build/plugins}
+receiver=${PP_CAMERAS_RECEIVER:-$here/build/bench/pp-cameras-receiver}
+clip=${1:?usage: cameras-bench.sh CLIP.mp4 FRAMES \"N1 N2 …\"} frames=${2:?frames in the clip}
+counts=${3:-32 96 192}
+TAILS=${TAILS:-decoder shared own}
+LATENCY=${LATENCY:-100}
+DECODER=${DECODER:-nvh264dec}
+mlp="cudamlp backend=${BACKEND:-cuda} mapping=patches patch-size=8 hidden-size=256 ${MLP_ARGS:-}"
+declare -A tails=([decoder]="" [shared]="$mlp shared=true" [own]="$mlp shared=false")
+# The clip's length, and time for the receiver to start and drain.
+duration=$((frames / 30 + 8))
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms; $mlp"
+echo "| cameras | after the decoder | frames at the sink | of sent | cameras complete | decoder → sink p50 µs | p99 µs | max µs | fewest frames of a camera | repeated frames | receiver ready after ms |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for n in $counts; do
+  for t in $TAILS; do
+    "$receiver" --cameras "$n" --duration "$duration" --latency "$LATENCY" --expect "$frames" \
+      --decoder "$DECODER" --tail "${tails[$t]}" > "$out/receiver" 2> "$out/receiver.err" &
+    rpid=$!
+    while ! grep -q '^ready' "$out/receiver" 2> /dev/null; do
+      kill -0 $rpid 2> /dev/null || { cat "$out/receiver.err" >&2; exit 1; }
+      sleep 0.1
+    done
+    senders=()
+    for i in $(seq 0 $((n - 1))); do
+      senders+=(filesrc location="$clip" ! qtdemux ! h264parse config-interval=-1 !
+        rtph264pay config-interval=-1 pt=96 ! udpsink host=127.0.0.1 port=$((5000 + 2 * i))
+        sync=true ts-offset=$((33333333 * i / n)))
+    done
+    gst-launch-1.0 -q "${senders[@]}" > "$out/sender" 2>&1 || { cat "$out/sender" >&2; }
+    wait $rpid || { cat "$out/receiver.err" >&2; }
+    ready=$(sed -n 's/^ready after \([0-9]*\) ms/\1/p' "$out/receiver")
+    line=$(grep '^cameras=' "$out/receiver")
+    get() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<< " $line"; }
+    printf '| %s | %s | %s | %.3f | %s of %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$t" \
+      "$(get frames)" "$(awk -v f="$(get frames)" -v e="$(get expected)" 'BEGIN { print f / e }')" \
+      "$(get complete)" "$n" "$(get latency-p50-us)" "$(get p99-us)" "$(get max-us)" \
+      "$(get worst-camera-frames)" "$(get repeats)" "$ready"
+  done
+done

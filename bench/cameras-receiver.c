@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The receiving side of bench/cameras-bench.sh: N RTP/H.264 cameras on UDP
+ * ports BASE, BASE+2, …, each
+ *
+ *   udpsrc ! rtpjitterbuffer ! rtph264depay ! h264parse ! DECODER ! TAIL ! fakesink
+ *
+ * in one pipeline, for DURATION seconds after "ready" (printed once the
+ * pipeline plays, for the sender to start). Per camera it counts the
+ * frames that reached the sink, and each frame's time from the decoder's
+ * output to the sink (the TAIL: cudamlp, or nothing). At the end one line
+ * of totals and latency percentiles over every frame of every camera:
+ *
+ *   cameras=N frames=F expected=E complete=C latency-p50-us=… p99-us=… max-us=…
+ *   worst-camera-frames=W repeats=R
+ *
+ * A frame that reaches the sink again with the timestamp of the one before
+ * is not counted as a frame but as a repeat.
+ *
+ * "complete" counts cameras that got EXPECT frames (--expect, the frames
+ * each sender sent).
+ *
+ *   pp-cameras-receiver --cameras N [--base-port 5000] [--duration 30]
+ *                       [--decoder nvh264dec] [--tail "cudamlp shared=true …"]
+ *                       [--latency 100] [--expect 600] */
+#include <gst/gst.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RTP_CAPS "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
+/* Frames between the decoder and the sink at once, at most. */
+#define IN_FLIGHT 64
+
+typedef struct {
+  GMutex lock;
+  GstClockTime pts[IN_FLIGHT];
+  gint64 decoded_us[IN_FLIGHT];
+  guint next;
+  guint64 frames, repeats;
+  GstClockTime last_pts;
+  GArray *latency_us; /* double */
+} camera;
+
+static GstPadProbeReturn
+on_decoded(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  (void) pad;
+  camera *c = data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
+  g_mutex_lock(&c->lock);
+  c->pts[c->next % IN_FLIGHT] = GST_BUFFER_PTS(buf);
+  c->decoded_us[c->next % IN_FLIGHT] = g_get_monotonic_time();
+  c->next++;
+  g_mutex_unlock(&c->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+on_sink(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  (void) pad;
+  camera *c = data;
+  const gint64 now = g_get_monotonic_time();
+  const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
+  g_mutex_lock(&c->lock);
+  /* A frame again with the same timestamp (nvh264dec repeats the frame
+   * that follows parameter sets sent again with a keyframe): counted apart. */
+  if (c->frames && pts == c->last_pts) {
+    c->repeats++;
+    g_mutex_unlock(&c->lock);
+    return GST_PAD_PROBE_OK;
+  }
+  c->last_pts = pts;
+  c->frames++;
+  for (guint i = 0; i < IN_FLIGHT && i < c->next; i++) {
+    const guint at = (c->next - 1 - i) % IN_FLIGHT;
+    if (c->pts[at] == pts) {
+      const double us = (double) (now - c->decoded_us[at]);
+      g_array_append_val(c->latency_us, us);
+      break;
+    }
+  }
+  g_mutex_unlock(&c->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+percentile(const GArray *sorted, double q)
+{
+  if (!sorted->len)
+    return -1;
+  return g_array_index(sorted, double, (guint) (q * (sorted->len - 1)));
+}
+
+static void
+probe(GstElement *pipeline, const char *name, const char *pad_name, GstPadProbeCallback cb,
+      camera *c)
+{
+  GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), name);
+  GstPad *pad = gst_element_get_static_pad(e, pad_name);
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, cb, c, NULL);
+  gst_object_unref(pad);
+  gst_object_unref(e);
+}
+
+int
+main(int argc, char **argv)
+{
+  gint n = 1, base_port = 5000, duration = 30, latency = 100, expect = 0;
+  gchar *decoder = NULL, *tail = NULL;
+  const GOptionEntry entries[] = {
+    { "cameras", 0, 0, G_OPTION_ARG_INT, &n, "cameras (1)", "N" },
+    { "base-port", 0, 0, G_OPTION_ARG_INT, &base_port, "camera i on port BASE + 2i (5000)", "P" },
+    { "duration", 0, 0, G_OPTION_ARG_INT, &duration, "seconds from ready to the end (30)", "S" },
+    { "decoder", 0, 0, G_OPTION_ARG_STRING, &decoder, "decoder (nvh264dec)", "D" },
+    { "tail", 0, 0, G_OPTION_ARG_STRING, &tail, "elements after the decoder (none)", "T" },
+    { "latency", 0, 0, G_OPTION_ARG_INT, &latency, "the jitterbuffer's, in ms (100)", "MS" },
+    { "expect", 0, 0, G_OPTION_ARG_INT, &expect, "frames each camera sends (for complete=)", "F" },
+    { NULL },
+  };
+  GOptionContext *ctx = g_option_context_new("- RTP cameras in, frames counted");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_add_group(ctx, gst_init_get_option_group());
+  GError *err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || n < 1) {
+    fprintf(stderr, "%s\n", err ? err->message : "--cameras must be at least 1");
+    return 2;
+  }
+  g_option_context_free(ctx);
+  GString *desc = g_string_new(NULL);
+  for (gint i = 0; i < n; i++)
+    g_string_append_printf(desc,
+                           "udpsrc port=%d buffer-size=4194304 caps=\"%s\" ! rtpjitterbuffer "
+                           "latency=%d ! rtph264depay ! h264parse ! %s name=dec%d ! %s%s "
+                           "fakesink name=sink%d sync=false async=false ",
+                           base_port + 2 * i, RTP_CAPS, latency, decoder ? decoder : "nvh264dec", i,
+                           tail && *tail ? tail : "", tail && *tail ? " !" : "", i);
+  GstElement *pipeline = gst_parse_launch(desc->str, &err);
+  g_string_free(desc, TRUE);
+  if (!pipeline || err) {
+    fprintf(stderr, "pipeline: %s\n", err ? err->message : "not built");
+    return 1;
+  }
+  camera *cameras = g_new0(camera, n);
+  for (gint i = 0; i < n; i++) {
+    g_mutex_init(&cameras[i].lock);
+    cameras[i].latency_us = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autofree gchar *dec = g_strdup_printf("dec%d", i), *sink = g_strdup_printf("sink%d", i);
+    probe(pipeline, dec, "src", on_decoded, &cameras[i]);
+    probe(pipeline, sink, "sink", on_sink, &cameras[i]);
+  }
+  const gint64 start = g_get_monotonic_time();
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  gst_element_get_state(pipeline, NULL, NULL, GST_CLOCK_TIME_NONE);
+  printf("ready after %.0f ms\n", (g_get_monotonic_time() - start) / 1000.0);
+  fflush(stdout);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, (GstClockTime) duration * GST_SECOND, GST_MESSAGE_ERROR);
+  int status = 0;
+  if (msg) {
+    gst_message_parse_error(msg, &err, NULL);
+    fprintf(stderr, "error from %s: %s\n", GST_OBJECT_NAME(msg->src), err->message);
+    g_clear_error(&err);
+    gst_message_unref(msg);
+    status = 1;
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  GArray *all = g_array_new(FALSE, FALSE, sizeof(double));
+  guint64 frames = 0, worst = G_MAXUINT64, repeats = 0;
+  gint complete = 0;
+  for (gint i = 0; i < n; i++) {
+    camera *c = &cameras[i];
+    frames += c->frames;
+    repeats += c->repeats;
+    worst = MIN(worst, c->frames);
+    complete += expect && c->frames >= (guint64) expect;
+    g_array_append_vals(all, c->latency_us->data, c->latency_us->len);
+    g_array_free(c->latency_us, TRUE);
+    g_mutex_clear(&c->lock);
+  }
+  qsort(all->data, all->len, sizeof(double), compare_doubles);
+  printf("cameras=%d frames=%" G_GUINT64_FORMAT " expected=%" G_GUINT64_FORMAT
+         " complete=%d latency-p50-us=%.0f p99-us=%.0f max-us=%.0f "
+         "worst-camera-frames=%" G_GUINT64_FORMAT " repeats=%" G_GUINT64_FORMAT "\n",
+         n, frames, (guint64) expect * (guint64) n, complete, percentile(all, 0.5),
+         percentile(all, 0.99), percentile(all, 1.0), worst, repeats);
+  g_array_free(all, TRUE);
+  g_free(cameras);
+  gst_object_unref(bus);
+  gst_object_unref(pipeline);
+  g_free(decoder);
+  g_free(tail);
+  return status;
+}
