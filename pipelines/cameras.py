@@ -3,7 +3,8 @@
 """Many cameras, one host (pipelines/cameras.sh runs this): each camera's
 H.264 over RTSP or RTP decoded (nvh264dec on a GPU machine, avdec_h264
 elsewhere), scored by its own cudamlp (device-id spreading the cameras over
-the GPUs) and its scores sent by scorepublish with the camera's name and
+the GPUs; the cudamlps of a GPU share one backend, shared=true, unless
+SHARED=0) and its scores sent by scorepublish with the camera's name and
 each frame's timestamp, to an MQTT broker and/or a file of JSON lines per
 camera. All in one pipeline, so they share the process's CUDA context.
 
@@ -62,7 +63,8 @@ def downstream(i, name, url, dec, out_dir):
     """From the RTP or depayloaded stream to scorepublish, as a launch line."""
     devices = [d for d in env("DEVICES").split(",") if d]
     mlp = (f"cudamlp name=mlp-{name} backend={env('BACKEND', 'auto')} mapping=patches "
-           f"patch-size={env('PATCH', '16')} output=video-meta")
+           f"patch-size={env('PATCH', '16')} output=video-meta "
+           f"shared={'false' if env('SHARED', '1') == '0' else 'true'} slots={env('SLOTS', '4')}")
     if env("MODEL"):
         mlp += f" model={env('MODEL')}"
     if devices:

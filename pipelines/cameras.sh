@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Many cameras, one host: each camera's H.264 over RTSP or RTP decoded
 # (nvh264dec on a GPU machine, avdec_h264 elsewhere), scored by its own
-# cudamlp (device-id spreading the streams over the GPUs), and its scores
+# cudamlp (device-id spreading the streams over the GPUs; a GPU's cudamlps
+# share one backend, shared=true), and its scores
 # sent by scorepublish with the stream's name and each frame's timestamp:
 # to an MQTT broker (BROKER) and/or a file of JSON lines per stream
 # (OUT_DIR). Each frame is counted: published, unpublished (the broker
@@ -21,7 +22,9 @@
 # BROKER=host[:port] (unset: none), OUT_DIR=dir (default ./scores when there
 # is no broker), BACKEND (auto), DECODER (auto: nvh264dec where it exists
 # and BACKEND is not cpu), DEVICES=0,1 (round robin; unset: one GPU),
-# MODEL=file (unset: generated weights), PATCH=16, LATENCY=100 (ms, the
+# MODEL=file (unset: generated weights), SHARED=0 (each cudamlp its own
+# backend; default 1), SLOTS=4 (the shared backend's frames in flight),
+# PATCH=16, LATENCY=100 (ms, the
 # jitterbuffer's), DURATION=s (unset: until Ctrl-C; either ends every
 # stream with EOS), RETRY=s (2), PRINT=1 prints the pipeline as a
 # gst-launch line instead of running it (gst-launch would end every camera
