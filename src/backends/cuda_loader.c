@@ -3,13 +3,14 @@
  * calls the rest of the core makes to it. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <gmodule.h>
+#include <glib.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_host.h"
 #include "cuda_module.h"
 #include "debug_env.h"
+#include "module_table.h"
 
 #ifdef PP_HAVE_CUDA
 /* Where the module is looked for, first match wins:
@@ -78,28 +79,13 @@ open_module(char **msg)
                            list);
     return NULL;
   }
-  /* Local binding: its CUDA symbols stay out of everyone else's way.
-   * Resident: CUDA libraries do not survive being unloaded. */
-  GModule *module = g_module_open(path, G_MODULE_BIND_LOCAL);
-  if (!module) {
-    *msg = g_strdup_printf("cannot load the CUDA backend: %s (are the CUDA %d runtime and "
-                           "cuBLAS libraries installed and on the loader's path?)",
-                           g_module_error(), PP_CUDA_MAJOR);
+  g_autofree char *hint = g_strdup_printf(" (are the CUDA %d runtime and cuBLAS libraries "
+                                          "installed and on the loader's path?)",
+                                          PP_CUDA_MAJOR);
+  const pp_cuda_module *table = pp_module_table(path, PP_CUDA_MODULE_ENTRY, PP_CUDA_MODULE_ABI,
+                                                "the CUDA backend", hint, msg);
+  if (!table)
     return NULL;
-  }
-  g_module_make_resident(module);
-  pp_cuda_module_entry_fn entry = NULL;
-  if (!g_module_symbol(module, PP_CUDA_MODULE_ENTRY, (gpointer *) &entry) || !entry) {
-    *msg = g_strdup_printf("%s is not pingpong's CUDA module (no %s)", path, PP_CUDA_MODULE_ENTRY);
-    return NULL;
-  }
-  const pp_cuda_module *table = entry();
-  if (!table || table->abi != PP_CUDA_MODULE_ABI) {
-    *msg = g_strdup_printf("%s was built for another version of pingpong (ABI %u, want %u); "
-                           "reinstall it with the plugin",
-                           path, table ? table->abi : 0, PP_CUDA_MODULE_ABI);
-    return NULL;
-  }
   /* Its messages go where the core's go, whatever handler is set later. */
   table->set_log(pp_log_write, pp_log_enabled);
   return table;

@@ -3,9 +3,10 @@
 #include "lt_loader.h"
 
 #include <dlfcn.h>
-#include <gmodule.h>
+#include <glib.h>
 
 #include "check.h"
+#include "module_table.h"
 #include "timing.h"
 
 static const pp_lt_table *table;
@@ -27,24 +28,7 @@ static const pp_lt_table *
 open_table(char **msg)
 {
   g_autofree char *path = module_path();
-  /* Resident: CUDA libraries do not survive being unloaded. */
-  GModule *module = g_module_open(path, G_MODULE_BIND_LOCAL);
-  if (!module) {
-    *msg = g_strdup_printf("cannot load cuBLASLt through %s: %s", path, g_module_error());
-    return NULL;
-  }
-  g_module_make_resident(module);
-  pp_lt_entry_fn entry = NULL;
-  if (!g_module_symbol(module, PP_LT_ENTRY, (gpointer *) &entry) || !entry) {
-    *msg = g_strdup_printf("%s is not pingpong's cuBLASLt module", path);
-    return NULL;
-  }
-  const pp_lt_table *t = entry();
-  if (!t || t->abi != PP_LT_ABI) {
-    *msg = g_strdup_printf("%s was built for another version of pingpong; reinstall it", path);
-    return NULL;
-  }
-  return t;
+  return pp_module_table(path, PP_LT_ENTRY, PP_LT_ABI, "cuBLASLt", NULL, msg);
 }
 
 const pp_lt_table *
