@@ -188,6 +188,19 @@ to_f32(const pp_st_tensor *t)
   return values;
 }
 
+/* The 16-bit type every weight and bias is stored in, else float32. */
+static pp_dtype
+stored_type(const linear_layer *layers, unsigned n)
+{
+  const pp_dtype first = layers[0].weight->dtype;
+  if (first != PP_DTYPE_BF16 && first != PP_DTYPE_F16)
+    return PP_DTYPE_F32;
+  for (unsigned l = 0; l < n; l++)
+    if (layers[l].weight->dtype != first || (layers[l].bias && layers[l].bias->dtype != first))
+      return PP_DTYPE_F32;
+  return first;
+}
+
 /* How many of `n` values are NaN or infinite. */
 static size_t
 count_nonfinite(const float *v, size_t n)
@@ -330,6 +343,7 @@ pp_model_parse(const uint8_t *bytes, size_t len, const char *name, const char *l
     }
     m->k = m->layers[0].in;
     m->o = m->layers[n - 1].out;
+    m->stored = stored_type(layers, n);
     m->source = g_strdup(name);
     m->assumed = assumed;
     m->nonfinite = describe_nonfinite(m);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "activation.h"
+#include "dtype.h"
 #include "model_desc.h"
 
 /* For files with no description (and the generated weights): whether a
@@ -45,6 +46,10 @@ typedef struct {
    * once before every score comes out NaN. */
   char *nonfinite;
   uint64_t id; /* changes whenever the weights do: backends upload once per id */
+  /* The type the file keeps every weight and bias in: bfloat16 or float16
+   * where all are, float32 otherwise (and for generated weights). The
+   * values above are those, widened exactly. */
+  pp_dtype stored;
 } pp_model;
 
 /* Loads a safetensors state_dict of nn.Linear layers (names

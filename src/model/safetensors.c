@@ -402,7 +402,7 @@ pp_st_tensor_to_f32(const pp_st_tensor *t, float *dst)
         bits = (uint32_t) (src[2 * i] | src[2 * i + 1] << 8) << 16;
         memcpy(&dst[i], &bits, sizeof bits);
         break;
-      case PP_DTYPE_OTHER:
+      default: /* PP_DTYPE_OTHER: never asked for */
         g_return_if_reached();
     }
   }

@@ -9,14 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
+
 #define PP_ST_MAX_RANK 8
 
-typedef enum {
-  PP_DTYPE_F32,
-  PP_DTYPE_F16,
-  PP_DTYPE_BF16,
-  PP_DTYPE_OTHER, /* a valid safetensors dtype this project does not convert */
-} pp_dtype;
+/* A tensor's dtype beyond pp_dtype's: a valid safetensors dtype this
+ * project does not read (F64, integers, F8, …). */
+#define PP_DTYPE_OTHER ((pp_dtype) PP_N_DTYPES)
 
 typedef struct {
   char *name;

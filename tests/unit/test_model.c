@@ -386,6 +386,48 @@ test_dtypes(void **state)
                     48, "unknown dtype 'F33'");
 }
 
+/* The type a file keeps its weights in: one 16-bit type throughout, or
+ * float32 (a float32 file, or one mixing types). */
+static void
+expect_stored(const char *w0, const char *b0, const char *w2, const char *b2, pp_dtype want)
+{
+  const size_t w0_size = w0[1] == '3' ? 4 : 2, b0_size = b0[1] == '3' ? 4 : 2,
+               w2_size = w2[1] == '3' ? 4 : 2, b2_size = b2[1] == '3' ? 4 : 2;
+  const size_t o1 = 12 * w0_size, o2 = o1 + 4 * b0_size, o3 = o2 + 8 * w2_size,
+               end = o3 + 2 * b2_size;
+  g_autofree char *json =
+      g_strdup_printf("{\"0.weight\":{\"dtype\":\"%s\",\"shape\":[4,3],\"data_offsets\":[0,%zu]},"
+                      "\"0.bias\":{\"dtype\":\"%s\",\"shape\":[4],\"data_offsets\":[%zu,%zu]},"
+                      "\"2.weight\":{\"dtype\":\"%s\",\"shape\":[2,4],\"data_offsets\":[%zu,%zu]},"
+                      "\"2.bias\":{\"dtype\":\"%s\",\"shape\":[2],\"data_offsets\":[%zu,%zu]}}",
+                      w0, o1, b0, o1, o2, w2, o2, o3, b2, o3, end);
+  size_t len;
+  uint8_t *bytes = build(json, end, &len);
+  pp_model *m = NULL;
+  char *msg = NULL;
+  if (pp_model_parse(bytes, len, "m.safetensors", NULL, PP_HIDDEN_AUTO, &m, &msg) < 0)
+    fail_msg("%s", msg);
+  assert_int_equal(m->stored, want);
+  pp_model_free(m);
+  g_free(bytes);
+}
+
+static void
+test_stored_type(void **state)
+{
+  (void) state;
+  expect_stored("F32", "F32", "F32", "F32", PP_DTYPE_F32);
+  expect_stored("BF16", "BF16", "BF16", "BF16", PP_DTYPE_BF16);
+  expect_stored("F16", "F16", "F16", "F16", PP_DTYPE_F16);
+  expect_stored("BF16", "F32", "BF16", "BF16", PP_DTYPE_F32);
+  expect_stored("F16", "F16", "BF16", "F16", PP_DTYPE_F32);
+  expect_stored("F32", "BF16", "BF16", "BF16", PP_DTYPE_F32);
+  pp_model *generated = NULL;
+  assert_int_equal(pp_model_generate(12, 4, 2, PP_HIDDEN_RELU, &generated), 0);
+  assert_int_equal(generated->stored, PP_DTYPE_F32);
+  pp_model_free(generated);
+}
+
 static void
 test_byte_ranges(void **state)
 {
@@ -562,6 +604,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fixture_relu_bias),
     cmocka_unit_test(test_fixture_plain_nobias),
+    cmocka_unit_test(test_stored_type),
     cmocka_unit_test(test_fixture_half),
     cmocka_unit_test(test_fixture_bfloat),
     cmocka_unit_test(test_fixture_prefixed),
