@@ -193,7 +193,7 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   g_autofree gchar *forced =
       g_strdup(self->settings.plan && *self->settings.plan ? self->settings.plan : NULL);
   const pp_tuning tuning = self->settings.tuning;
-  const pp_precision precision = self->settings.backend.precision;
+  const pp_precision precision = self->active_devices.precision;
   GST_OBJECT_UNLOCK(self);
   g_autofree gchar *settings = g_strdup_printf("precision=%s", pp_precision_name(precision));
   /* The frames' decoder synchronizes the CUDA context we share with it,

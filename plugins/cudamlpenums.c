@@ -55,7 +55,11 @@ DEFINE_ENUM(gst_cuda_mlp_precision_get_type, "GstCudaMlpPrecision",
             { PP_PRECISION_FP16,
               "The same in float16: 3 more bits of significand than bf16, but activations past "
               "65504 become infinite",
-              "fp16" })
+              "fp16" },
+            { PP_N_PRECISIONS,
+              "The model file's own: bf16 or fp16 for a file that keeps every weight and bias in "
+              "that type, fp32 otherwise and for generated weights",
+              "auto" })
 
 DEFINE_ENUM(gst_cuda_mlp_completion_get_type, "GstCudaMlpCompletion",
             { PP_COMPLETION_EVENT_THREAD,

@@ -6,6 +6,8 @@
 
 #include <glib-object.h>
 
+#include "precision.h"
+
 G_BEGIN_DECLS
 
 #define GST_TYPE_CUDA_MLP_MAPPING (gst_cuda_mlp_mapping_get_type())
@@ -18,6 +20,8 @@ GType gst_cuda_mlp_backend_get_type(void);
 GType gst_cuda_mlp_activation_get_type(void);
 
 #define GST_TYPE_CUDA_MLP_PRECISION (gst_cuda_mlp_precision_get_type())
+/* precision=auto: the model file's own, resolved at start. */
+#define GST_CUDA_MLP_PRECISION_AUTO ((pp_precision) PP_N_PRECISIONS)
 GType gst_cuda_mlp_precision_get_type(void);
 
 #define GST_TYPE_CUDA_MLP_COMPLETION (gst_cuda_mlp_completion_get_type())

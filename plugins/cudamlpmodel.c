@@ -174,6 +174,23 @@ gst_cuda_mlp_model_stop(GstCudaMlp *self)
   g_clear_pointer(&m->generated_key, g_free);
 }
 
+pp_dtype
+gst_cuda_mlp_model_stored(GstCudaMlp *self)
+{
+  model_settings s;
+  read_settings(self, &s);
+  pp_dtype stored = PP_DTYPE_F32;
+  if (s.path) {
+    g_autofree gchar *msg = NULL;
+    g_mutex_lock(&self->models.lock);
+    const pp_model *m = file_model_locked(self, &s, &msg);
+    stored = m ? m->stored : PP_DTYPE_F32;
+    g_mutex_unlock(&self->models.lock);
+  }
+  clear_settings(&s);
+  return stored;
+}
+
 guint
 gst_cuda_mlp_model_inputs(GstCudaMlp *self)
 {

@@ -21,6 +21,10 @@ void gst_cuda_mlp_model_stop(GstCudaMlp *self);
  * (start says why). */
 guint gst_cuda_mlp_model_inputs(GstCudaMlp *self);
 
+/* The type the model file keeps its weights in (model.h's `stored`), after
+ * start; float32 for generated weights. */
+pp_dtype gst_cuda_mlp_model_stored(GstCudaMlp *self);
+
 /* The model for frames giving K inputs, after start; NULL with *msg. */
 const pp_model *gst_cuda_mlp_model_for(GstCudaMlp *self, guint k, gchar **msg);
 

@@ -14,7 +14,7 @@
 #define DEFAULT_COLOR PP_COLOR_RGB
 #define DEFAULT_BACKEND PP_BACKEND_AUTO
 #define DEFAULT_DEVICE_ID "0"
-#define DEFAULT_PRECISION PP_PRECISION_FP32
+#define DEFAULT_PRECISION GST_CUDA_MLP_PRECISION_AUTO
 #define DEFAULT_COMPLETION PP_COMPLETION_AUTO
 #define DEFAULT_OUTPUT GST_CUDA_MLP_OUTPUT_AUTO
 #define DEFAULT_TUNING PP_TUNING_CACHED
@@ -90,7 +90,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
   props[PROP_PRECISION] = g_param_spec_enum(
       "precision", "Precision",
       "Arithmetic of the layers: fp32, tf32 (GPU tensor cores), bf16 or fp16 (weights and "
-      "activations rounded to 16 bits, sums in FP32; the CPU backend rounds alike)",
+      "activations rounded to 16 bits, sums in FP32; the CPU backend rounds alike), or auto: "
+      "bf16 or fp16 for a model file stored in that type, else fp32 (stats' precision says which)",
       GST_TYPE_CUDA_MLP_PRECISION, DEFAULT_PRECISION, CONFIG_FLAGS);
   props[PROP_COMPLETION] =
       g_param_spec_enum("completion", "Completion", "How the GPU tells the element a frame is done",
@@ -138,7 +139,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       NULL, CONFIG_FLAGS);
   props[PROP_STATS] = g_param_spec_boxed(
       "stats", "Statistics",
-      "Backend and how it runs frames (detail; streams: how many streams run on the backend, "
+      "Backend and how it runs frames (detail; precision: the one it runs, auto resolved; "
+      "streams: how many streams run on the backend, "
       "more than 1 where shared; plan, plan-source and how many plans came from "
       "the cache or were made; startup: what starting took, part by part, in ms), frames "
       "done, per-frame latency through the element (mean over all frames; p50, p99 over the "

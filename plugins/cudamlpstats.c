@@ -70,6 +70,7 @@ build_locked(GstCudaMlp *self)
   pp_stats stats = { 0 };
   const gchar *backend = "none", *detail = "";
   guint streams = 0;
+  const gchar *precision = "none";
   stats.h2d_mean_us = stats.mlp_mean_us = stats.d2h_mean_us = -1;
   if (!self->engine && self->last_stats)
     return gst_structure_copy(self->last_stats);
@@ -78,19 +79,20 @@ build_locked(GstCudaMlp *self)
     backend = pp_engine_backend_name(self->engine);
     detail = pp_engine_backend_detail(self->engine);
     streams = pp_engine_streams(self->engine);
+    precision = pp_precision_name(self->active_devices.precision);
   }
   GstStructure *s = gst_structure_new(
       "application/x-cudamlp-stats", "backend", G_TYPE_STRING, backend, "detail", G_TYPE_STRING,
-      detail, "streams", G_TYPE_UINT, streams, "slots", G_TYPE_UINT, self->active_slots, "frames",
-      G_TYPE_UINT64, stats.frames, "latency-mean-us", G_TYPE_DOUBLE, stats.latency_mean_us,
-      "latency-p50-us", G_TYPE_DOUBLE, stats.latency_p50_us, "latency-p99-us", G_TYPE_DOUBLE,
-      stats.latency_p99_us, "latency-max-us", G_TYPE_DOUBLE, stats.latency_max_us, "h2d-mean-us",
-      G_TYPE_DOUBLE, stats.h2d_mean_us, "mlp-mean-us", G_TYPE_DOUBLE, stats.mlp_mean_us,
-      "d2h-mean-us", G_TYPE_DOUBLE, stats.d2h_mean_us, "staged-inputs", G_TYPE_UINT64,
-      stats.staged_inputs, "device-inputs", G_TYPE_UINT64, stats.device_inputs, "consumer-submits",
-      G_TYPE_UINT64, stats.consumer_submits, "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us,
-      "complete-mean-us", G_TYPE_DOUBLE, stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE,
-      stats.handoff_mean_us, NULL);
+      detail, "precision", G_TYPE_STRING, precision, "streams", G_TYPE_UINT, streams, "slots",
+      G_TYPE_UINT, self->active_slots, "frames", G_TYPE_UINT64, stats.frames, "latency-mean-us",
+      G_TYPE_DOUBLE, stats.latency_mean_us, "latency-p50-us", G_TYPE_DOUBLE, stats.latency_p50_us,
+      "latency-p99-us", G_TYPE_DOUBLE, stats.latency_p99_us, "latency-max-us", G_TYPE_DOUBLE,
+      stats.latency_max_us, "h2d-mean-us", G_TYPE_DOUBLE, stats.h2d_mean_us, "mlp-mean-us",
+      G_TYPE_DOUBLE, stats.mlp_mean_us, "d2h-mean-us", G_TYPE_DOUBLE, stats.d2h_mean_us,
+      "staged-inputs", G_TYPE_UINT64, stats.staged_inputs, "device-inputs", G_TYPE_UINT64,
+      stats.device_inputs, "consumer-submits", G_TYPE_UINT64, stats.consumer_submits,
+      "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE,
+      stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
   /* What a frame gave the model and what it made, under the last caps. */
   gst_structure_set(s, "samples", G_TYPE_UINT, self->caps_samples, "inputs", G_TYPE_UINT,
                     self->caps_inputs, "outputs", G_TYPE_UINT, self->caps_outputs, NULL);

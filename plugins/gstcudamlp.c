@@ -88,6 +88,10 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   if (!backend_options(self, &options, &prewake, &shared) || !gst_cuda_mlp_model_start(self))
     return FALSE;
   options.time_every_frame = trace_path != NULL;
+  /* precision=auto: as the model file keeps its weights, with no round trip
+   * of a bf16 file through other roundings. */
+  if (options.precision == GST_CUDA_MLP_PRECISION_AUTO)
+    options.precision = pp_precision_for_stored(gst_cuda_mlp_model_stored(self));
   pp_backend *backend = NULL;
   gchar *msg = NULL, *note = NULL;
   /* A shared backend reports through its own completion thread. */

@@ -31,3 +31,11 @@ pp_precision_dtype(pp_precision precision)
          : precision == PP_PRECISION_FP16 ? PP_DTYPE_F16
                                           : PP_DTYPE_F32;
 }
+
+pp_precision
+pp_precision_for_stored(pp_dtype stored)
+{
+  return stored == PP_DTYPE_BF16  ? PP_PRECISION_BF16
+         : stored == PP_DTYPE_F16 ? PP_PRECISION_FP16
+                                  : PP_PRECISION_FP32;
+}

@@ -25,5 +25,8 @@ const char *pp_precision_name(pp_precision precision);
 int pp_precision_parse(const char *name, pp_precision *out);
 /* The type weights and activations are stored in. */
 pp_dtype pp_precision_dtype(pp_precision precision);
+/* The precision that keeps weights stored as `stored` as they are: bf16,
+ * fp16, or fp32 (what the element's precision=auto runs a model file in). */
+pp_precision pp_precision_for_stored(pp_dtype stored);
 
 #endif
