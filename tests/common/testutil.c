@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void
 test_rng_seed(test_rng *r, uint64_t seed)
@@ -233,4 +234,35 @@ test_run_frames(const pp_backend_options *opts, const pp_model *model,
     pp_engine_release(engine, item.ticket);
   }
   pp_engine_free(engine);
+}
+
+uint8_t *
+test_safetensors_bytes(const char *json, const void *data, size_t data_len, size_t *len)
+{
+  const size_t header = strlen(json);
+  *len = 8 + header + data_len;
+  uint8_t *bytes = g_malloc0(*len);
+  for (int i = 0; i < 8; i++)
+    bytes[i] = (uint8_t) ((uint64_t) header >> (8 * i));
+  memcpy(bytes + 8, json, header);
+  if (data)
+    memcpy(bytes + 8 + header, data, data_len);
+  return bytes;
+}
+
+char *
+test_write_safetensors(const char *json, const void *data, size_t data_len, size_t cut)
+{
+  size_t len;
+  uint8_t *bytes = test_safetensors_bytes(json, data, data_len, &len);
+  char *path = NULL;
+  const int fd = g_file_open_tmp("pp-model-XXXXXX.safetensors", &path, NULL);
+  if (fd >= 0)
+    close(fd);
+  if (fd < 0 || !g_file_set_contents(path, (const char *) bytes, (gssize) (len - cut), NULL)) {
+    fprintf(stderr, "cannot write a model file for the test\n");
+    abort();
+  }
+  g_free(bytes);
+  return path;
 }

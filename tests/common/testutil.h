@@ -85,6 +85,13 @@ void test_run_frames(const pp_backend_options *opts, const pp_model *model,
                      const pp_frame_layout *layout, void *const *frames, float *const *outputs,
                      int count);
 
+/* A safetensors file's bytes: the 8-byte header length, `json`, then
+ * `data_len` bytes of `data` (NULL: zeros); *len their count. g_free it. */
+uint8_t *test_safetensors_bytes(const char *json, const void *data, size_t data_len, size_t *len);
+/* The same written to a temporary file, less its last `cut` bytes; the
+ * path, for the caller to unlink and g_free. */
+char *test_write_safetensors(const char *json, const void *data, size_t data_len, size_t cut);
+
 /* Fills every float with NaN, so an element a kernel fails to write shows. */
 void test_poison(float *dst, size_t n);
 

@@ -6,7 +6,6 @@
 #include <cmocka.h>
 #include <glib/gstdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "mlpharness.h"
 #include "model.h"
@@ -101,18 +100,7 @@ test_write_small_model(gboolean truncate)
   static const char json[] =
       "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]},"
       "\"2.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[48,80]}}";
-  const gsize header = sizeof json - 1, len = 8 + header + 80;
-  guint8 *bytes = g_malloc0(len);
-  for (int i = 0; i < 8; i++)
-    bytes[i] = (guint8) (header >> (8 * i));
-  memcpy(bytes + 8, json, header);
-  gchar *path = NULL;
-  const int fd = g_file_open_tmp("pp-model-XXXXXX.safetensors", &path, NULL);
-  assert_true(fd >= 0);
-  close(fd);
-  assert_true(g_file_set_contents(path, (gchar *) bytes, truncate ? len - 10 : len, NULL));
-  g_free(bytes);
-  return path;
+  return test_write_safetensors(json, NULL, 80, truncate ? 10 : 0);
 }
 
 /* With GST_TRACERS=leaks (the test environment sets it), every GstObject and

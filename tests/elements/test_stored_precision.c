@@ -14,7 +14,6 @@
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dtype.h"
 #include "mlpharness.h"
@@ -29,36 +28,26 @@ enum { K = 24, D = 16, O = 3, N = 40, FRAMES = 3 };
   "other/tensors,format=static,num_tensors=1,types=float32,dimensions=(string)24:40:1:1,"          \
   "framerate=30/1"
 
-/* Little-endian bytes of `v` stored as `type` (16-bit types rounded to
- * nearest, ties to even, as pp_dtype_round does). */
+/* Little-endian bytes of `v` stored as `type`. The weights are k/64 with
+ * |k| ≤ 38: exact in bfloat16 and float16 alike (8 significant bits, no
+ * subnormal), so each type holds the same values and the encoding needs
+ * no rounding. */
 static size_t
 put_value(uint8_t *dst, float v, pp_dtype type)
 {
   uint32_t bits;
-  if (type == PP_DTYPE_F32) {
-    memcpy(&bits, &v, 4);
-    for (int i = 0; i < 4; i++)
-      dst[i] = (uint8_t) (bits >> (8 * i));
-    return 4;
-  }
-  const float rounded = pp_dtype_round(type, v);
-  uint16_t half;
-  if (type == PP_DTYPE_BF16) {
-    memcpy(&bits, &rounded, 4);
-    half = (uint16_t) (bits >> 16);
-  } else {
-    /* float16 of a value already rounded to it: exact. */
-    memcpy(&bits, &rounded, 4);
-    const uint32_t sign = bits >> 31, exp = (bits >> 23) & 0xff, mant = bits & 0x7fffff;
-    const int e = (int) exp - 127 + 15;
-    if (exp == 0 || e <= 0) /* zero, or a float16 subnormal */
-      half = (uint16_t) (sign << 15 | (e > -10 ? (mant | 0x800000) >> (14 - e) : 0));
-    else
-      half = (uint16_t) (sign << 15 | (uint32_t) e << 10 | mant >> 13);
-  }
-  dst[0] = (uint8_t) half;
-  dst[1] = (uint8_t) (half >> 8);
-  return 2;
+  memcpy(&bits, &v, 4);
+  uint32_t out = bits;
+  if (type == PP_DTYPE_BF16)
+    out = bits >> 16;
+  else if (type == PP_DTYPE_F16 && v != 0)
+    out = (bits >> 31) << 15 | (((bits >> 23) & 0xff) - 127 + 15) << 10 | (bits & 0x7fffff) >> 13;
+  else if (type == PP_DTYPE_F16)
+    out = 0;
+  const size_t size = type == PP_DTYPE_F32 ? 4 : 2;
+  for (size_t i = 0; i < size; i++)
+    dst[i] = (uint8_t) (out >> (8 * i));
+  return size;
 }
 
 /* A K→D→O model with biases, every tensor as `type`, in a temporary file. */
@@ -78,22 +67,12 @@ write_model(pp_dtype type, test_rng *rng)
       "\"2.bias\":{\"dtype\":\"%s\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]}}",
       name, D, K, ends[0], name, D, ends[0], ends[1], name, O, D, ends[1], ends[2], name, O,
       ends[2], ends[3]);
-  const size_t header = strlen(json), len = 8 + header + ends[3];
-  uint8_t *bytes = g_malloc0(len);
-  for (int i = 0; i < 8; i++)
-    bytes[i] = (uint8_t) ((uint64_t) header >> (8 * i));
-  memcpy(bytes + 8, json, header);
-  uint8_t *p = bytes + 8 + header;
+  g_autofree uint8_t *data = g_malloc(ends[3]);
+  uint8_t *p = data;
   for (int t = 0; t < 4; t++)
     for (size_t i = 0; i < counts[t]; i++)
-      p += put_value(p, (float) test_rng_uniform(rng, -0.6, 0.6), type);
-  gchar *path = NULL;
-  const int fd = g_file_open_tmp("pp-stored-XXXXXX.safetensors", &path, NULL);
-  assert_true(fd >= 0);
-  close(fd);
-  assert_true(g_file_set_contents(path, (gchar *) bytes, (gssize) len, NULL));
-  g_free(bytes);
-  return path;
+      p += put_value(p, (float) ((int) (test_rng_next(rng) % 77) - 38) / 64.0f, type);
+  return test_write_safetensors(json, data, ends[3], 0);
 }
 
 /* FRAMES frames of `xs` through cudamlp on `path` at `precision` (NULL:

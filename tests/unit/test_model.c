@@ -201,14 +201,11 @@ test_hidden_override(void **state)
 static uint8_t *
 build(const char *json, size_t data_len, size_t *len)
 {
-  const size_t header = strlen(json);
-  *len = 8 + header + data_len;
-  uint8_t *bytes = g_malloc0(*len);
-  for (int i = 0; i < 8; i++)
-    bytes[i] = (uint8_t) ((uint64_t) header >> (8 * i));
-  memcpy(bytes + 8, json, header);
+  uint8_t *data = g_malloc(data_len ? data_len : 1);
   for (size_t i = 0; i < data_len; i++)
-    bytes[8 + header + i] = (uint8_t) (i * 37 + 11);
+    data[i] = (uint8_t) (i * 37 + 11);
+  uint8_t *bytes = test_safetensors_bytes(json, data, data_len, len);
+  g_free(data);
   return bytes;
 }
 
