@@ -34,7 +34,7 @@ for step in "${steps[@]}"; do
       ;;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
-        for t in ${SANITIZE_TESTS:-test_cuda_kernels test_cuda_blas test_cuda_backend}; do
+        for t in ${SANITIZE_TESTS:-test_cuda_kernels test_cuda_wide test_cuda_blas test_cuda_backend}; do
           echo "== compute-sanitizer --tool $tool $t"
           # test_cuda_backend runs past 10 minutes under racecheck: its seven
           # tests then run as seven processes at once (under memcheck too,

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The wide kernel: an MLP of 2 to 8 layers at a 16-bit precision whose
+ * hidden layers are up to 512 wide and whose output is one value, in one
+ * launch. A block owns BM rows and keeps all their activations in shared
+ * memory, in two buffers that take turns layer by layer, so no activation
+ * touches device memory. Each hidden layer is a GEMM of those activations
+ * and the layer's weights, which stream from the packed blob through
+ * shared memory in BN × BK tiles, the next one or two in flight (cp.async)
+ * while this one is multiplied on the tensor cores (mma.sync m16n8k16,
+ * 16-bit inputs, FP32 sums). The tiles run on across column tiles and
+ * layers without a pause, weights not depending on activations, and lie in
+ * the blob in the order they are used, so a tile's address is its number.
+ * The bias and activation are added in FP32 and the result rounded to the
+ * 16-bit type as it is stored, as the per-layer path rounds its
+ * activations. The last layer is each row's dot product in FP32. The frame
+ * is read once, through pp_cuda_a, converted in the load and rounded to the
+ * 16-bit type as pp_cuda_convert rounds it.
+ *
+ * Warps: 4 (rows) × 4 (columns), each a 32 × 32 tile of the block's
+ * 128 × 128: 2 × 4 fragments a k-step from ldmatrix, four k-steps a
+ * weight tile. Sixteen warps, because one block fills an SM's shared
+ * memory: its warps alone hide each other's latencies. Shared rows are
+ * unpadded and swizzled (swz), which leaves deep's 192-512-256-64 room for
+ * two 16 KB weight tiles beside its activations; smaller models get three.
+ *
+ * Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs), g = lane / 4,
+ * t = lane % 4: A's registers (row g, k 2t..), (row g+8, k 2t..), (row g,
+ * k 2t+8..), (row g+8, k 2t+8..); B's (k 2t.., n g), (k 2t+8.., n g); C
+ * c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
+#include <atomic>
+
+#include "activation.cuh"
+#include "gemm_mainloop.cuh"
+#include "mma16.cuh"
+#include "wide_layout.cuh"
+
+using namespace pp_wide;
+
+namespace
+{
+
+/* Weight tile t of the blob into a stage (swizzled), when t < count; a
+ * group is committed either way, so the count of groups in flight stays
+ * the pipeline's. The blob holds the tiles in the order they are used,
+ * each BN × BK row-major. */
+template <typename T>
+__device__ __forceinline__ void
+load_tile(const T *blob, unsigned t, unsigned count, T *stage)
+{
+  if (t < count)
+#pragma unroll
+    for (int j = 0; j < COPIES; j++) {
+      const unsigned c = threadIdx.x + j * THREADS, row = c / (BK / CHUNK);
+      pp::cp_async16(stage + row * BK + swz(row, (c % (BK / CHUNK)) * CHUNK),
+                     blob + (size_t) t * BN * BK + c * CHUNK);
+    }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* The frame's BM rows into the first buffer as T, zero past k up to its
+ * padding and for rows past m. Loads go out in batches, each thread's all
+ * in flight before any is stored. */
+template <typename T>
+__device__ __forceinline__ void
+load_frame(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
+{
+  const bool f32_vec =
+      x.kind == PP_A_F32 && x.ld % 4 == 0 && (reinterpret_cast<size_t>(x.data) & 15) == 0;
+  const unsigned groups = ld / 4, total = BM * groups;
+  constexpr int BATCH = 8;
+  for (unsigned i0 = 0; i0 < total; i0 += BATCH * THREADS) {
+    float4 v[BATCH];
+#pragma unroll
+    for (int j = 0; j < BATCH; j++) {
+      const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups, row = m0 + r;
+      const bool ok = i < total && row < m;
+      const long long origin = x.kind == PP_A_F32 || !ok ? 0 : pp::sample_origin(x, row);
+      v[j] = pp::load_x4(x, origin, ok, row, (i % groups) * 4, k, f32_vec);
+    }
+#pragma unroll
+    for (int j = 0; j < BATCH; j++) {
+      const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups;
+      if (i >= total)
+        break;
+      const uint2 four = { pp::pack2<T>(v[j].x, v[j].y), pp::pack2<T>(v[j].z, v[j].w) };
+      *reinterpret_cast<uint2 *>(h + r * ld + swz(r, (i % groups) * 4)) = four;
+    }
+  }
+}
+
+/* A's and B's fragments of k-step kk: A from the warp's rows `a` (each
+ * lane's ldmatrix row; its low three bits are lane % 8) at input k, B from
+ * the stage's rows of the warp's columns. */
+template <typename T>
+__device__ __forceinline__ void
+fragments(uint32_t (&af)[MT][4], uint32_t (&bf)[NT][2], const T *a, uint32_t lda, unsigned k,
+          const T *stage, int kk, int wc, int lane)
+{
+  const unsigned x = lane & 7u;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+    pp::ldsm_x4(af[mt], a + mt * 16 * lda + ((k / CHUNK + lane / 16) ^ x) * CHUNK);
+#pragma unroll
+  for (int p = 0; p < NT / 2; p++) {
+    uint32_t r[4];
+    const unsigned row = wc * WN + p * 16 + lane % 8 + (lane / 16) * 8;
+    pp::ldsm_x4(r, stage + row * BK + ((kk / CHUNK + (lane / 8) % 2) ^ x) * CHUNK);
+    bf[2 * p][0] = r[0];
+    bf[2 * p][1] = r[1];
+    bf[2 * p + 1][0] = r[2];
+    bf[2 * p + 1][1] = r[3];
+  }
+}
+
+/* acc += the warp's 32 × 32 of A (BK inputs from k0) times the stage's
+ * tile; the next k-step's fragments load while this one's products run. */
+template <typename T>
+__device__ __forceinline__ void
+multiply(float (&acc)[MT][NT][4], const T *a, uint32_t lda, unsigned k0, const T *stage, int wc,
+         int lane)
+{
+  uint32_t af[2][MT][4], bf[2][NT][2];
+  fragments(af[0], bf[0], a, lda, k0, stage, 0, wc, lane);
+#pragma unroll
+  for (int step = 0; step < BK / 16; step++) {
+    const int cur = step % 2;
+    if (step + 1 < BK / 16)
+      fragments(af[cur ^ 1], bf[cur ^ 1], a, lda, k0 + (step + 1) * 16, stage, (step + 1) * 16, wc,
+                lane);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+        pp::mma16(acc[mt][nt], af[cur][mt], bf[cur][nt], T());
+  }
+}
+
+/* The warp's tile of layer l's output, columns n0.. of `h`: act(acc + b)
+ * rounded to T, zero past l.out (the next layer's padding); acc zeroed.
+ * acc + b is rounded before the activation too, as the per-layer path
+ * stores its GEMM's output before its activation kernel (and the CPU
+ * backend rounds alike), so a model's scores do not depend on the path
+ * the planner took. */
+template <typename T, int A>
+__device__ __forceinline__ void
+store_tile_as(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h, uint32_t ld,
+              int wr, int wc, int lane)
+{
+  /* A known kind folds pp_act_apply's switch away. */
+  const pp_act act = A == pp::ACT_ANY ? l.act : pp_act{ (pp_act_kind) A, l.act.slope };
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    const unsigned col = n0 + wc * WN + nt * 8 + 2 * t;
+    const float b0 = l.b && col < l.out ? __ldg(l.b + col) : 0.f;
+    const float b1 = l.b && col + 1 < l.out ? __ldg(l.b + col + 1) : 0.f;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int half = 0; half < 2; half++) {
+        float *c = acc[mt][nt] + 2 * half;
+        const unsigned row = wr * WM + mt * 16 + g + 8 * half;
+        const float v0 = col < l.out ? pp_act_apply(act, pp::rounded<T>(c[0] + b0)) : 0.f;
+        const float v1 = col + 1 < l.out ? pp_act_apply(act, pp::rounded<T>(c[1] + b1)) : 0.f;
+        *reinterpret_cast<uint32_t *>(h + row * ld + swz(row, col)) = pp::pack2<T>(v0, v1);
+        c[0] = c[1] = 0.f;
+      }
+  }
+}
+
+/* The common kinds each in code of their own. */
+template <typename T>
+__device__ __forceinline__ void
+store_tile(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h, uint32_t ld,
+           int wr, int wc, int lane)
+{
+  switch (l.act.kind) {
+    case PP_ACT_IDENTITY:
+      return store_tile_as<T, PP_ACT_IDENTITY>(acc, l, n0, h, ld, wr, wc, lane);
+    case PP_ACT_RELU:
+      return store_tile_as<T, PP_ACT_RELU>(acc, l, n0, h, ld, wr, wc, lane);
+    case PP_ACT_GELU:
+      return store_tile_as<T, PP_ACT_GELU>(acc, l, n0, h, ld, wr, wc, lane);
+    case PP_ACT_SILU:
+      return store_tile_as<T, PP_ACT_SILU>(acc, l, n0, h, ld, wr, wc, lane);
+    default:
+      return store_tile_as<T, pp::ACT_ANY>(acc, l, n0, h, ld, wr, wc, lane);
+  }
+}
+
+template <typename T, int STAGES>
+__global__ void
+__launch_bounds__(THREADS, 1)
+    mlp_wide(const pp_cuda_a x, unsigned m, unsigned k, const Net net, float *__restrict__ y)
+{
+  extern __shared__ __align__(128) unsigned char smem[];
+  /* Buffer i % 2 and its stride, chosen without indexing (no local memory). */
+  T *const base = reinterpret_cast<T *>(smem);
+  auto buf = [&](unsigned i) { return i % 2 ? base + BM * net.ld[0] : base; };
+  auto ld = [&](unsigned i) { return i % 2 ? net.ld[1] : net.ld[0]; };
+  T *const stages = base + BM * (net.ld[0] + net.ld[1]);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wr = warp / (BN / WN), wc = warp % (BN / WN);
+  const unsigned m0 = blockIdx.x * BM;
+
+  const T *const blob = static_cast<const T *>(net.layer[0].w);
+  /* Tile t is multiplied from stage s while tiles t+1 .. t+STAGES-1 are
+   * in flight. */
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; i++)
+    load_tile(blob, i, net.tiles, stages + i * BN * BK);
+  load_frame(x, m, k, m0, buf(0), ld(0));
+  float acc[MT][NT][4] = {};
+  unsigned t = 0, s = 0;
+  for (unsigned li = 0; li + 1 < net.n; li++) {
+    const pp_cuda_wide_layer &l = net.layer[li];
+    const uint32_t kp = pad64(l.in), np = pad64(l.out), lda = ld(li);
+    /* This warp's rows of the layer's input, at its lane's ldmatrix row. */
+    const T *a = buf(li) + (wr * WM + lane % 16) * lda;
+    for (unsigned n0 = 0; n0 < np; n0 += BN) {
+      /* A warp whose 32 columns lie past the layer's padded width idles. */
+      const bool active = n0 + wc * WN < np;
+      for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+        __syncthreads(); /* tile t has landed; every warp is done with the stage it replaces */
+        const unsigned into = s == 0 ? STAGES - 1 : s - 1;
+        load_tile(blob, t + STAGES - 1, net.tiles, stages + into * BN * BK);
+        if (active)
+          multiply(acc, a, lda, k0, stages + s * BN * BK, wc, lane);
+        s = s + 1 == STAGES ? 0 : s + 1;
+      }
+      if (active)
+        store_tile(acc, l, n0, buf(li + 1), ld(li + 1), wr, wc, lane);
+    }
+  }
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+
+  /* The last layer: ROW_THREADS threads a row, each a part of the dot product. */
+  const pp_cuda_wide_layer &last = net.layer[net.n - 1];
+  const unsigned r = threadIdx.x / ROW_THREADS;
+  const T *h = buf(net.n - 1) + r * ld(net.n - 1);
+  const float *w = static_cast<const float *>(last.w);
+  float sum = 0.f;
+  for (unsigned j = threadIdx.x % ROW_THREADS; j < last.in; j += ROW_THREADS)
+    sum = fmaf(pp::to_float(h[swz(r, j)]), __ldg(w + j), sum);
+#pragma unroll
+  for (int lanes = 1; lanes < ROW_THREADS; lanes *= 2)
+    sum += __shfl_xor_sync(0xffffffffu, sum, lanes);
+  const unsigned row = m0 + r;
+  if (threadIdx.x % ROW_THREADS == 0 && row < m)
+    y[row] = pp::activate<pp::ACT_ANY>(last.act, sum + (last.b ? __ldg(last.b) : 0.f));
+}
+
+/* The opt-in limit of the current device's blocks, and the kernel allowed
+ * it, once a device (the attribute is the device's). */
+template <typename T, int STAGES>
+cudaError_t
+allow_smem(int *limit)
+{
+  static std::atomic<uint64_t> done{ 0 };
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  const uint64_t bit = device < 64 ? 1ull << device : 0;
+  if (err != cudaSuccess || (done.load(std::memory_order_acquire) & bit))
+    return err;
+  err = cudaFuncSetAttribute(mlp_wide<T, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             *limit);
+  if (err == cudaSuccess)
+    done.fetch_or(bit, std::memory_order_release);
+  return err;
+}
+
+/* Three weight tiles in flight where the model leaves room, else two. */
+template <typename T>
+cudaError_t
+launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Net &net, float *y)
+{
+  int limit = 0;
+  cudaError_t err = allow_smem<T, 3>(&limit);
+  if (err == cudaSuccess)
+    err = allow_smem<T, 2>(&limit);
+  if (err != cudaSuccess)
+    return err;
+  const unsigned blocks = (m + BM - 1) / BM;
+  const size_t three = smem_bytes(net, sizeof(T), 3), two = smem_bytes(net, sizeof(T), 2);
+  if (three <= (size_t) limit)
+    mlp_wide<T, 3><<<blocks, THREADS, three, stream>>>(x, m, k, net, y);
+  else if (two <= (size_t) limit)
+    mlp_wide<T, 2><<<blocks, THREADS, two, stream>>>(x, m, k, net, y);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" cudaError_t
+pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+                 const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, float *y)
+{
+  if (!stream || !x || !packed || !y || m == 0 || n_layers < 2 || n_layers > PP_MAX_WIDE ||
+      (x->kind != PP_A_F32 && !x->k_offset) || packed[0].in != k)
+    return cudaErrorInvalidValue;
+  uint32_t outs[PP_MAX_WIDE];
+  for (unsigned i = 0; i < n_layers; i++) {
+    outs[i] = packed[i].out;
+    if (!packed[i].w || (i > 0 && packed[i].in != packed[i - 1].out))
+      return cudaErrorInvalidValue;
+  }
+  /* The blob's layers follow one another, as pp_cuda_wide_pack lays them. */
+  for (unsigned i = 1; i + 1 < n_layers; i++)
+    if (static_cast<const uint8_t *>(packed[i].w) !=
+        static_cast<const uint8_t *>(packed[i - 1].w) +
+            (size_t) n_tiles(packed[i - 1]) * BN * BK * pp_dtype_size(type))
+      return cudaErrorInvalidValue;
+  const size_t smem = pp_cuda_mlp_wide_smem(type, k, n_layers, outs);
+  if (smem == 0)
+    return cudaErrorInvalidValue;
+  const Net net = net_for(packed, n_layers);
+  return type == PP_DTYPE_BF16 ? launch<__nv_bfloat16>(stream, *x, m, k, net, y)
+                               : launch<__half>(stream, *x, m, k, net, y);
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The wide kernel's weights packed into its blob, once a model, and the
+ * shared memory a model needs (wide_layout.cuh has the geometry). */
+#include "dtype.cuh"
+#include "wide_layout.cuh"
+
+using namespace pp_wide;
+
+namespace
+{
+
+/* Layer w (out × in) as its tiles in the order the kernel uses them: for
+ * each BN-column tile, each BK-input tile, BN × BK row-major, zero past
+ * out and in. */
+template <typename T>
+__global__ void
+pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, T *__restrict__ dst, size_t count)
+{
+  const unsigned k_tiles = pad64(in) / BK;
+  for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
+       e += (size_t) gridDim.x * blockDim.x) {
+    const size_t tile = e / (BN * BK);
+    const unsigned within = e % (BN * BK);
+    const unsigned n = (unsigned) (tile / k_tiles) * BN + within / BK;
+    const unsigned j = (unsigned) (tile % k_tiles) * BK + within % BK;
+    dst[e] = n < out && j < in ? w[(size_t) n * in + j] : pp::from_float<T>(0.f);
+  }
+}
+
+} // namespace
+
+extern "C" size_t
+pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs)
+{
+  if (type != PP_DTYPE_BF16 && type != PP_DTYPE_F16)
+    return 0;
+  if (n_layers < 2 || n_layers > PP_MAX_WIDE || k == 0 || outs[n_layers - 1] != 1)
+    return 0;
+  pp_cuda_wide_layer layers[PP_MAX_WIDE] = {};
+  for (unsigned i = 0; i < n_layers; i++) {
+    if (i + 1 < n_layers && (outs[i] == 0 || outs[i] > PP_WIDE_MAX_D))
+      return 0;
+    layers[i].in = i ? outs[i - 1] : k;
+    layers[i].out = outs[i];
+  }
+  return smem_bytes(net_for(layers, n_layers), pp_dtype_size(type), 2);
+}
+
+extern "C" size_t
+pp_cuda_wide_packed_bytes(pp_dtype type, const pp_cuda_wide_layer *layers, unsigned n_layers)
+{
+  size_t tiles = 0;
+  for (unsigned i = 0; i + 1 < n_layers; i++)
+    tiles += n_tiles(layers[i]);
+  return tiles * BN * BK * pp_dtype_size(type);
+}
+
+extern "C" cudaError_t
+pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, const pp_cuda_wide_layer *layers,
+                  unsigned n_layers, void *blob, pp_cuda_wide_layer *packed)
+{
+  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE ||
+      (type != PP_DTYPE_BF16 && type != PP_DTYPE_F16))
+    return cudaErrorInvalidValue;
+  size_t at = 0;
+  for (unsigned i = 0; i < n_layers; i++) {
+    packed[i] = layers[i];
+    if (i + 1 == n_layers)
+      break;
+    const size_t count = (size_t) n_tiles(layers[i]) * BN * BK;
+    const unsigned blocks = (unsigned) ((count + 255) / 256 < 1024 ? (count + 255) / 256 : 1024);
+    if (type == PP_DTYPE_BF16) {
+      __nv_bfloat16 *dst = static_cast<__nv_bfloat16 *>(blob) + at;
+      pack_tiles<<<blocks, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(layers[i].w),
+                                             layers[i].in, layers[i].out, dst, count);
+      packed[i].w = dst;
+    } else {
+      __half *dst = static_cast<__half *>(blob) + at;
+      pack_tiles<<<blocks, 256, 0, stream>>>(static_cast<const __half *>(layers[i].w), layers[i].in,
+                                             layers[i].out, dst, count);
+      packed[i].w = dst;
+    }
+    at += count;
+  }
+  return cudaGetLastError();
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The wide kernel (an MLP at bf16 or fp16 in one launch, mlp_wide.cu), its
+ * weights uploaded (weights.c) and packed (pp_cuda_wide_pack) as the
+ * executor does, at odd widths, 2 to 8 layers, every activation, with and
+ * without bias, floats, bytes in rows and in patches, against two float64
+ * references:
+ *
+ * - the model itself: within the precision's scaled bound (testutil.h);
+ * - the model rounded where the kernel rounds (X, weights, biases, each
+ *   hidden layer's activations, in double between): only the order of the
+ *   FP32 sums differs, so the kernel stays within PP_SAME_PRECISION_RATIO
+ *   of that reference's own distance from the first. A kernel that skipped
+ *   a rounding, or read a weight from the wrong place, is about the whole
+ *   distance off or more.
+ *
+ * Exits 77 without a CUDA device; PP_GPU_QUICK=1 keeps the small shapes. */
+#include <math.h>
+#include <string.h>
+
+#include "kernel_check.h"
+#include "weights.h"
+
+static uint64_t seed;
+static bool quick;
+
+static const pp_act ID = { PP_ACT_IDENTITY, 0 }, R = { PP_ACT_RELU, 0 }, G = { PP_ACT_GELU, 0 },
+                    S = { PP_ACT_SILU, 0 }, T = { PP_ACT_TANH, 0 }, L = { PP_ACT_LEAKY_RELU, 0.1f },
+                    Sg = { PP_ACT_SIGMOID, 0 }, Gt = { PP_ACT_GELU_TANH, 0 };
+
+/* The model at `t` as the kernel computes it, in double between the
+ * roundings: each hidden layer's sum with its bias rounded, then the
+ * activation of that, rounded. */
+static void
+reference_rounded(const pp_model *m, const float *x, uint32_t n, pp_dtype t, double *out)
+{
+  uint32_t widest = m->layers[0].in;
+  float *w[PP_MAX_LAYERS], *b[PP_MAX_LAYERS];
+  for (unsigned i = 0; i < m->n_layers; i++) {
+    const pp_layer *l = &m->layers[i];
+    widest = MAX(widest, l->out);
+    w[i] = g_new(float, (size_t) l->out * l->in);
+    b[i] = g_new0(float, l->out);
+    for (size_t j = 0; j < (size_t) l->out * l->in; j++)
+      w[i][j] = pp_dtype_round(t, l->w[j]);
+    for (uint32_t o = 0; l->b && o < l->out; o++)
+      b[i][o] = pp_dtype_round(t, l->b[o]);
+  }
+  double *a = g_new(double, widest), *h = g_new(double, widest);
+  for (uint32_t r = 0; r < n; r++) {
+    for (uint32_t j = 0; j < m->layers[0].in; j++)
+      a[j] = pp_dtype_round(t, x[(size_t) r * m->layers[0].in + j]);
+    for (unsigned li = 0; li < m->n_layers; li++) {
+      const pp_layer *l = &m->layers[li];
+      const bool last = li + 1 == m->n_layers;
+      for (uint32_t o = 0; o < l->out; o++) {
+        const float *wo = w[li] + (size_t) o * l->in;
+        double s = b[li][o];
+        for (uint32_t j = 0; j < l->in; j++)
+          s += (double) wo[j] * a[j];
+        h[o] = last ? pp_act_apply(l->act, (float) s)
+                    : pp_dtype_round(t, pp_act_apply(l->act, pp_dtype_round(t, (float) s)));
+      }
+      memcpy(a, h, l->out * sizeof(double));
+    }
+    out[r] = a[0];
+  }
+  for (unsigned i = 0; i < m->n_layers; i++)
+    g_free(w[i]), g_free(b[i]);
+  g_free(a), g_free(h);
+}
+
+static int
+smem_limit(void)
+{
+  int device = 0, limit = 0;
+  CHECK_CUDA(cudaGetDevice(&device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return limit;
+}
+
+static void
+check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format, uint32_t n,
+           uint32_t k, uint32_t patch, unsigned n_layers, const uint32_t *outs, const pp_act *acts,
+           bool bias)
+{
+  input in = make_input(rng, kind, format, n, k, patch);
+  n = in.layout.n;
+  k = in.layout.k;
+  pp_model *m = NULL;
+  assert_int_equal(pp_model_generate_layers(k, n_layers, outs, acts, &m), 0);
+  for (unsigned i = 0; i < n_layers; i++) {
+    pp_layer *l = &m->layers[i];
+    const float range = 1.5f / sqrtf((float) l->in);
+    test_rng_fill_floats(rng, l->w, (size_t) l->out * l->in, -range, range);
+    test_rng_fill_floats(rng, l->b, l->out, -0.5f, 0.5f);
+    if (!bias)
+      g_clear_pointer(&l->b, g_free);
+  }
+  double *ref = g_new(double, n), *mag = g_new(double, n), *rounded = g_new(double, n);
+  test_reference_mlp(m, in.x, n, ref, mag);
+  for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+    const size_t smem = pp_cuda_mlp_wide_smem(t, k, n_layers, outs);
+    assert_true(smem > 0 && smem <= (size_t) smem_limit());
+    pp_gpu_weights gw = { 0 };
+    char *msg = NULL;
+    if (pp_gpu_weights_upload(&gw, m, t, kc_stream, &msg) < 0)
+      fail_msg("uploading the weights: %s", msg);
+    pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
+    for (unsigned i = 0; i < n_layers; i++) {
+      const pp_gpu_layer *l = &gw.layers[i];
+      layers[i] = (pp_cuda_wide_layer){ i + 1 == n_layers ? (const void *) l->w : l->w16, l->b,
+                                        l->in, l->out, l->act };
+    }
+    void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, layers, n_layers));
+    CHECK_CUDA(pp_cuda_wide_pack(kc_stream, t, layers, n_layers, blob, packed));
+    float *d_y = device_poisoned(n);
+    CHECK_CUDA(pp_cuda_mlp_wide(kc_stream, &in.a, n, k, packed, n_layers, t, d_y));
+    float *y = host_result(d_y, n);
+
+    reference_rounded(m, in.x, n, t, rounded);
+    float *rounded_f = g_new(float, n);
+    for (uint32_t i = 0; i < n; i++)
+      rounded_f[i] = (float) rounded[i];
+    const pp_precision p = t == PP_DTYPE_BF16 ? PP_PRECISION_BF16 : PP_PRECISION_FP16;
+    const double own = test_scaled_error(rounded_f, ref, mag, n);
+    g_autofree char *what = g_strdup_printf("wide %s %u×%u, %u layers%s, %s", name, n, k, n_layers,
+                                            bias ? "" : ", no bias", pp_dtype_name(t));
+    expect_close(what, y, ref, mag, n, true, test_precision_tol(p));
+    g_autofree char *alike = g_strdup_printf("%s, against its rounding", what);
+    expect_close(alike, y, rounded, mag, n, true, PP_SAME_PRECISION_RATIO * own + 1e-7);
+    g_free(rounded_f);
+    g_free(y);
+    cudaFree(d_y);
+    cudaFree(blob);
+    pp_gpu_weights_free(&gw);
+  }
+  g_free(ref), g_free(mag), g_free(rounded);
+  pp_model_free(m);
+  free_input(&in);
+}
+
+static void
+test_wide_mlp(void **state)
+{
+  (void) state;
+  test_rng rng;
+  test_rng_seed(&rng, seed + 11);
+  /* deep's shape: 8×8 RGB patches, 512 GELU, 256 GELU, 64 SiLU, 1. */
+  const uint32_t deep[] = { 512, 256, 64, 1 };
+  const pp_act deep_acts[] = { G, G, S, ID };
+  check_wide(&rng, "deep rgb patches", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8, 4, deep,
+             deep_acts, true);
+  /* Odd widths, no bias, floats of an odd K. */
+  const uint32_t odd[] = { 45, 300, 7, 1 };
+  const pp_act odd_acts[] = { T, L, Sg, Gt };
+  check_wide(&rng, "f32 odd widths", PP_LAYOUT_TENSOR, 0, 1000, 301, 0, 4, odd, odd_acts, false);
+  /* Two layers, the widest hidden layer, rows of bytes. */
+  const uint32_t two[] = { 512, 1 };
+  const pp_act two_acts[] = { R, ID };
+  check_wide(&rng, "gray8 rows", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 333, 200, 0, 2, two, two_acts,
+             true);
+  const uint32_t eight[] = { 64, 3, 129, 17, 1, 64, 50, 1 };
+  const pp_act eight_acts[] = { ID, R, G, S, T, L, Sg, ID };
+  check_wide(&rng, "bgra rows, eight layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8, eight,
+             eight_acts, true);
+  /* What does not fit: 513 wide, two outputs, one layer, float32, nine
+   * layers, a K whose rows leave no room. */
+  const uint32_t too_wide[] = { 513, 1 }, two_out[] = { 8, 2 },
+                 nine[] = { 8, 8, 8, 8, 8, 8, 8, 8, 1 };
+  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 192, 2, too_wide), 0);
+  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 192, 2, two_out), 0);
+  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 192, 1, two_out + 1), 0);
+  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_F32, 192, 4, deep), 0);
+  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_F16, 192, 9, nine), 0);
+  assert_true(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 4096, 2, two) > (size_t) smem_limit());
+  if (quick)
+    return;
+  check_wide(&rng, "deep hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 4, deep, deep_acts,
+             true);
+}
+
+/* Shapes the launcher refuses, and a packer given no stream. */
+static void
+test_wide_checks_shapes(void **state)
+{
+  (void) state;
+  float *dummy = device_poisoned(64);
+  const pp_cuda_a a = { .kind = PP_A_F32, .data = dummy, .ld = 4 };
+  const pp_cuda_wide_layer net[3] = { { dummy, NULL, 4, 8, ID },
+                                      { dummy, NULL, 8, 8, ID },
+                                      { dummy, NULL, 8, 1, ID } };
+  float *y = device_poisoned(4);
+  assert_int_equal(pp_cuda_mlp_wide(NULL, &a, 4, 4, net, 3, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, net, 1, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, net, 3, PP_DTYPE_F32, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 5, net, 3, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  pp_cuda_wide_layer unchained[3] = { net[0], net[1], net[2] };
+  unchained[2].in = 7;
+  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  pp_cuda_wide_layer packed[3];
+  assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, net, 3, dummy, packed),
+                   cudaErrorInvalidValue);
+  cudaFree(dummy);
+  cudaFree(y);
+}
+
+int
+main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_wide_mlp),
+    cmocka_unit_test(test_wide_checks_shapes),
+  };
+  return kc_main("cuda-wide", tests, G_N_ELEMENTS(tests), &seed, &quick);
+}
