@@ -69,7 +69,7 @@ time_path(const pp_planner *p, const pp_cuda_plan *plan, pp_cuda_path path, doub
 {
   pp_cuda_plan forced = *plan;
   forced.frames = PP_FRAMES_WHOLE;
-  forced.whole = path == PP_PATH_FUSED || path == PP_PATH_SMALL ? path : PP_N_PATHS;
+  forced.whole = pp_cuda_path_is_whole(path) ? path : PP_N_PATHS;
   if (forced.whole == PP_PATH_SMALL) {
     *us = -1;
     for (unsigned rows = 1; rows <= 8; rows *= 2) {
@@ -103,7 +103,7 @@ path_fits(const pp_cuda_parts *parts, pp_cuda_path path)
 {
   if (path == PP_PATH_ROWDOT)
     return false;
-  if (path == PP_PATH_FUSED || path == PP_PATH_SMALL)
+  if (pp_cuda_path_is_whole(path))
     return pp_mlp_exec_fits(parts->exec, path, 0);
   return pp_mlp_exec_fits(parts->exec, path, 0) || path == PP_PATH_CUBLAS;
 }

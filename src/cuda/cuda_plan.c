@@ -8,15 +8,21 @@
 #include <string.h>
 
 static const char *const path_names[PP_N_PATHS] = {
-  [PP_PATH_FUSED] = "fused",   [PP_PATH_SMALL] = "small",   [PP_PATH_OWN] = "own",
-  [PP_PATH_OWN_64] = "own64",  [PP_PATH_CUBLAS] = "cublas", [PP_PATH_SPLIT] = "split",
-  [PP_PATH_ROWDOT] = "rowdot",
+  [PP_PATH_FUSED] = "fused", [PP_PATH_SMALL] = "small",   [PP_PATH_WIDE] = "wide",
+  [PP_PATH_OWN] = "own",     [PP_PATH_OWN_64] = "own64",  [PP_PATH_CUBLAS] = "cublas",
+  [PP_PATH_SPLIT] = "split", [PP_PATH_ROWDOT] = "rowdot",
 };
 
 const char *
 pp_cuda_path_name(pp_cuda_path path)
 {
   return path < PP_N_PATHS ? path_names[path] : "?";
+}
+
+bool
+pp_cuda_path_is_whole(pp_cuda_path path)
+{
+  return path == PP_PATH_FUSED || path == PP_PATH_SMALL || path == PP_PATH_WIDE;
 }
 
 bool
@@ -53,8 +59,8 @@ append_algo(GString *s, const pp_gemm_algo *a)
 static void
 append_kernels(GString *s, const pp_cuda_plan *plan)
 {
-  if (plan->whole == PP_PATH_FUSED) {
-    g_string_append(s, "fused");
+  if (plan->whole == PP_PATH_FUSED || plan->whole == PP_PATH_WIDE) {
+    g_string_append(s, pp_cuda_path_name(plan->whole));
     return;
   }
   if (plan->whole == PP_PATH_SMALL) {
@@ -136,8 +142,8 @@ parse_kernels(const char *value, pp_cuda_plan *plan, char **msg)
 {
   unsigned n = 0;
   plan->whole = PP_N_PATHS;
-  if (split_count(value, "fused", &n) && n == 0) {
-    plan->whole = PP_PATH_FUSED;
+  if (strcmp(value, "fused") == 0 || strcmp(value, "wide") == 0) {
+    plan->whole = value[0] == 'f' ? PP_PATH_FUSED : PP_PATH_WIDE;
     return 0;
   }
   if (split_count(value, "small", &n)) {
@@ -172,7 +178,7 @@ parse_kernels(const char *value, pp_cuda_plan *plan, char **msg)
     if (l->path == PP_N_PATHS)
       return fail(msg,
                   "kernels=%s: '%s' is not one of own, own64, cublas, split:P, rowdot (or fused, "
-                  "small:R for the whole MLP)",
+                  "small:R, wide for the whole MLP)",
                   value, names[i]);
   }
   return 0;

@@ -5,7 +5,8 @@
  * our conversion kernel before a first layer of bytes); the split path's
  * exact TF32 pieces; the row-dot kernel for a last layer of few outputs; or
  * one kernel for the whole MLP (two layers: fused or small; more, every
- * hidden layer at most 64 wide: the chain kernel, also named fused). The
+ * hidden layer at most 64 wide: the chain kernel, also named fused; at 16
+ * bits, hidden layers up to 512 wide: wide). The
  * cuBLASLt GEMMs themselves are made in mlp_gemms.c. */
 #include <errno.h>
 #include <glib.h>
@@ -17,6 +18,40 @@
 #include "reader.h"
 
 /* ---- set-up ------------------------------------------------------------- */
+
+/* At 16 bits, where the model fits the device's shared memory: the wide
+ * kernel's weights packed once. */
+static int
+pack_wide(pp_mlp_exec *e, char **msg)
+{
+  const pp_gpu_weights *w = e->w;
+  uint32_t outs[PP_MAX_LAYERS];
+  pp_cuda_wide_layer layers[PP_MAX_LAYERS];
+  for (unsigned i = 0; i < w->n_layers; i++) {
+    const pp_gpu_layer *l = &w->layers[i];
+    outs[i] = l->out;
+    const bool last = i + 1 == w->n_layers;
+    layers[i] =
+        (pp_cuda_wide_layer){ last ? (const void *) l->w : l->w16, l->b, l->in, l->out, l->act };
+  }
+  const size_t smem = pp_cuda_mlp_wide_smem(e->dtype, e->layout.k, w->n_layers, outs);
+  int device = 0, limit = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err != cudaSuccess)
+    return pp_cuda_fail(msg, "reading the shared memory a block may have", err, __FILE__, __LINE__);
+  if (smem == 0 || smem > (size_t) limit)
+    return 0;
+  err = cudaMalloc(&e->wide_blob, pp_cuda_wide_packed_bytes(e->dtype, layers, w->n_layers));
+  if (err == cudaSuccess)
+    err = pp_cuda_wide_pack(e->setup, e->dtype, layers, w->n_layers, e->wide_blob, e->wide);
+  if (err == cudaSuccess)
+    err = cudaStreamSynchronize(e->setup);
+  if (err != cudaSuccess)
+    return pp_cuda_fail(msg, "packing the wide kernel's weights", err, __FILE__, __LINE__);
+  return 0;
+}
 
 int
 pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_precision precision,
@@ -48,8 +83,8 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_preci
     const pp_gpu_layer *l = &w->layers[i];
     e->chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
   }
-  int rc = 0;
-  if (layout->kind != PP_LAYOUT_TENSOR) {
+  int rc = e->dtype == PP_DTYPE_F32 ? 0 : pack_wide(e, msg);
+  if (rc == 0 && layout->kind != PP_LAYOUT_TENSOR) {
     e->h_koff = g_new(int32_t, layout->k);
     pp_cuda_k_offsets(layout, e->h_koff);
     cudaError_t err = cudaMalloc((void **) &e->d_koff, layout->k * sizeof(int32_t));
@@ -80,6 +115,7 @@ pp_mlp_exec_free(pp_mlp_exec *e)
   if (e->lt)
     e->lt->destroy(e->lt_handle);
   pp_mlp_exec_free_split(e);
+  cudaFree(e->wide_blob);
   cudaFree(e->d_koff);
   g_free(e->h_koff);
   g_free(e);
@@ -129,10 +165,14 @@ bool
 pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
 {
   const pp_gpu_weights *w = e->w;
-  /* Only cuBLAS and the row-dot kernel read 16-bit activations. */
-  if (e->dtype != PP_DTYPE_F32 && path != PP_PATH_CUBLAS && path != PP_PATH_ROWDOT)
+  /* Only cuBLAS, the row-dot kernel and the wide kernel read 16-bit
+   * activations; the wide kernel reads nothing else. */
+  if (e->dtype != PP_DTYPE_F32 && path != PP_PATH_CUBLAS && path != PP_PATH_ROWDOT &&
+      path != PP_PATH_WIDE)
     return false;
   switch (path) {
+    case PP_PATH_WIDE:
+      return e->wide_blob != NULL;
     case PP_PATH_FUSED:
       return (w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES) ||
              e->chain_fits;
@@ -303,6 +343,11 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
   const pp_gpu_layer *l0 = &e->w->layers[0], *l1 = &e->w->layers[1];
   const pp_cuda_a x = frame_from(b, r);
   float *y = results_at(e, b, r);
+  if (plan->whole == PP_PATH_WIDE) {
+    CUDA_CHECK(
+        pp_cuda_mlp_wide(stream, &x, r->n, e->layout.k, e->wide, e->w->n_layers, e->dtype, y));
+    return 0;
+  }
   if (plan->whole == PP_PATH_FUSED && e->w->n_layers > 2) {
     CUDA_CHECK(
         pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, e->chain, e->w->n_layers, e->tf32, y));

@@ -24,6 +24,8 @@ struct pp_mlp_exec {
   pp_fused_tile fused_tile;                 /* two layers */
   bool chain_fits;                          /* more: every hidden layer on chip (mlp_chain) */
   pp_cuda_chain_layer chain[PP_MAX_LAYERS]; /* its layers, made once */
+  void *wide_blob;                        /* at 16 bits, where the model fits: mlp_wide's weights */
+  pp_cuda_wide_layer wide[PP_MAX_LAYERS]; /* its layers, pointing into the blob */
   const pp_lt_table *lt;
   void *lt_handle;
   layer_gemms gemms[PP_MAX_LAYERS];

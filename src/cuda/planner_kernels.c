@@ -228,26 +228,30 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
     else
       rc = choose_layer(p, plan, i, msg);
   }
-  /* A whole-MLP kernel: two layers (fused, small), or more whose hidden
-   * layers fit on chip (fused). */
-  if (rc < 0 || (n != 2 && !pp_mlp_exec_fits(p->exec, PP_PATH_FUSED, 0)))
+  /* A whole-MLP kernel, where one fits and beats the layers: two layers
+   * (fused, small), more whose hidden layers fit on chip (fused), or at 16
+   * bits up to 512 wide (wide). */
+  static const pp_cuda_path wholes[] = { PP_PATH_SMALL, PP_PATH_FUSED, PP_PATH_WIDE };
+  bool any = false;
+  for (size_t i = 0; i < G_N_ELEMENTS(wholes); i++)
+    any = any || pp_mlp_exec_fits(p->exec, wholes[i], 0);
+  if (rc < 0 || !any)
     return rc;
-  /* A whole-MLP kernel, if one fits and beats the chain. */
   double chain = 0, whole_us = -1;
   pp_cuda_path best_whole = PP_N_PATHS;
   rc = pp_planner_time_mlp(p, plan, &chain, msg);
-  if (rc == 0 && pp_mlp_exec_fits(p->exec, PP_PATH_SMALL, 0)) {
-    rc = tune_small(p, plan, &whole_us, msg);
-    best_whole = PP_PATH_SMALL;
-  }
-  if (rc == 0 && pp_mlp_exec_fits(p->exec, PP_PATH_FUSED, 0)) {
-    pp_cuda_plan fused = *plan;
-    fused.whole = PP_PATH_FUSED;
+  for (size_t i = 0; i < G_N_ELEMENTS(wholes) && rc == 0; i++) {
+    if (!pp_mlp_exec_fits(p->exec, wholes[i], 0))
+      continue;
+    pp_cuda_plan whole = *plan;
+    whole.whole = wholes[i];
     double t;
-    rc = pp_planner_time_mlp(p, &fused, &t, msg);
+    rc = wholes[i] == PP_PATH_SMALL ? tune_small(p, &whole, &t, msg)
+                                    : pp_planner_time_mlp(p, &whole, &t, msg);
     if (rc == 0 && (best_whole == PP_N_PATHS || t < whole_us)) {
       whole_us = t;
-      best_whole = PP_PATH_FUSED;
+      best_whole = wholes[i];
+      plan->small_rows = whole.small_rows;
     }
   }
   if (rc < 0 || best_whole == PP_N_PATHS)

@@ -108,7 +108,7 @@ const size_t n_shapes = G_N_ELEMENTS(shapes);
 char *
 kernels_line(const pp_model *m, const char *path)
 {
-  if (g_str_equal(path, "fused") || g_str_equal(path, "small"))
+  if (g_str_equal(path, "fused") || g_str_equal(path, "small") || g_str_equal(path, "wide"))
     return g_strdup_printf("kernels=%s", path);
   GString *line = g_string_new("kernels=");
   for (unsigned i = 0; i < m->n_layers; i++) {

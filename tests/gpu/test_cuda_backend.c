@@ -125,9 +125,9 @@ test_zero_copy(void **state)
   expect_detail = NULL;
 }
 
-/* bf16 and fp16 on every shape, tuned and layer by layer on cuBLAS, whole
- * frames, in chunks and in place: against float64 and the CPU backend at
- * the same precision (check_outputs). */
+/* bf16 and fp16 on every shape, tuned, layer by layer on cuBLAS and (one
+ * output) in the wide kernel, whole frames, in chunks and in place: against
+ * float64 and the CPU backend at the same precision (check_outputs). */
 static void
 test_precisions(void **state)
 {
@@ -143,6 +143,11 @@ test_precisions(void **state)
     }
     run_all(&shapes[0], "cublas", "frames=chunks:4 graphs=off", modes[0], false, 3);
     run_all(&shapes[4], "cublas", "frames=chunks:2 graphs=on", modes[1], true, 2);
+    /* The wide kernel on the shapes of one output: whole frames, read in
+     * place, in chunks. */
+    run_all(&shapes[0], "wide", "frames=whole graphs=off", modes[0], false, 2);
+    run_all(&shapes[2], "wide", "frames=in-place graphs=on", modes[1], true, 1);
+    run_all(&shapes[4], "wide", "frames=chunks:2 graphs=on", modes[0], true, 3);
   }
   precision = PP_PRECISION_FP32;
   /* Our own kernels read float32 only: the plan says so. */
@@ -152,6 +157,11 @@ test_precisions(void **state)
   precision = PP_PRECISION_BF16;
   expect_configure_error(&layout, "kernels=own+rowdot", "layer 0 cannot run on own");
   precision = PP_PRECISION_FP32;
+  /* The wide kernel reads 16 bits only. */
+  pp_frame_layout rows;
+  assert_int_equal(pp_layout_for_video(PP_PIXEL_GRAY8, 40, 30, 40, PP_MAPPING_ROWS, 0, &rows, &msg),
+                   0);
+  expect_configure_error(&rows, "kernels=wide", "kernels=wide does not fit this model");
 }
 
 static int

@@ -31,6 +31,7 @@ test_lines_round_trip(void **state)
   (void) state;
   round_trip("kernels=fused frames=in-place graphs=on signal=on completion=consumer");
   round_trip("kernels=small:4 frames=whole graphs=off signal=off completion=event-thread");
+  round_trip("kernels=wide frames=chunks:3 graphs=on signal=off completion=consumer");
   round_trip("kernels=split:2+rowdot frames=whole graphs=on signal=on completion=consumer "
              "gemm0=id21.tile15.stages6.splitk8.reduction2");
   /* cuBLAS's own split-K is -1; the cluster and inner shapes are 16-bit. */
@@ -96,6 +97,7 @@ test_refusals(void **state)
   } bad[] = {
     { "kernels=own+magic", "'magic' is not one of own, own64, cublas, split:P, rowdot" },
     { "kernels=small:3", "small takes 1, 2, 4 or 8 rows" },
+    { "kernels=wide:2", "(or fused, small:R, wide for the whole MLP)" },
     { "kernels=split:3", "split takes 1 or 2 pieces" },
     { "frames=chunks:17", "chunks:C with C in 2..16" },
     { "frames=sideways", "give whole, in-place or chunks:C" },
