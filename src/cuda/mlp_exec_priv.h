@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The executor's state, shared by its two files: mlp_exec.c (set-up and
- * running) over mlp_gemms.c (its cuBLASLt GEMMs and split weights). */
+/* The executor's state, shared by its three files: mlp_exec.c (set-up),
+ * mlp_run.c (running) and mlp_gemms.c (its cuBLASLt GEMMs and split
+ * weights). */
 #ifndef PP_CUDA_MLP_EXEC_PRIV_H
 #define PP_CUDA_MLP_EXEC_PRIV_H
 
@@ -43,6 +44,14 @@ static inline bool
 reads_bytes(const pp_mlp_exec *e)
 {
   return e->reader.kind == PP_A_U8_VEC4 || e->reader.kind == PP_A_U8_GATHER;
+}
+
+/* Whether a GEMM that reads only its element type (cuBLAS) needs the
+ * frame converted first: bytes and YUV always, floats at 16 bits. */
+static inline bool
+converts_x(const pp_mlp_exec *e)
+{
+  return e->reader.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32;
 }
 
 /* Layer `layer`'s GEMMs freed; the split weights freed. */
