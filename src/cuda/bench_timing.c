@@ -69,27 +69,19 @@ time_path(const pp_planner *p, const pp_cuda_plan *plan, pp_cuda_path path, doub
 {
   pp_cuda_plan forced = *plan;
   forced.frames = PP_FRAMES_WHOLE;
-  forced.whole = pp_cuda_path_is_whole(path) ? path : PP_N_PATHS;
-  if (forced.whole == PP_PATH_SMALL) {
-    *us = -1;
-    for (unsigned rows = 1; rows <= 8; rows *= 2) {
-      forced.small_rows = rows;
-      double t;
-      const int rc = pp_planner_time_mlp(p, &forced, &t, msg);
-      if (rc < 0)
-        return rc;
-      *us = *us < 0 || t < *us ? t : *us;
-    }
-    return 0;
-  }
+  const pp_cuda_path_info *info = pp_cuda_path_info_of(path);
+  forced.whole = info->whole ? path : PP_N_PATHS;
+  if (info->tuning == PP_TUNE_SMALL_ROWS)
+    return pp_planner_tune_small(p, &forced, us, msg);
   for (unsigned i = 0; forced.whole == PP_N_PATHS && i < forced.n_layers; i++) {
     pp_layer_plan *l = &forced.layers[i];
+    /* split reads a first layer of bytes: the layers after it on cublas. */
     const pp_cuda_path own = path == PP_PATH_SPLIT && i > 0 ? PP_PATH_CUBLAS : path;
     if (l->path == PP_PATH_ROWDOT)
       continue;
     *l = (pp_layer_plan){ .path = own, .pieces = p->pieces };
     double t;
-    const int rc = own == PP_PATH_CUBLAS || own == PP_PATH_SPLIT
+    const int rc = pp_cuda_path_tunes_gemm(own)
                        ? pp_planner_tune_gemm(p, &forced, i, p->layout->n, &t, msg)
                        : 0;
     if (rc < 0)
@@ -98,12 +90,15 @@ time_path(const pp_planner *p, const pp_cuda_plan *plan, pp_cuda_path path, doub
   return pp_planner_time_mlp(p, &forced, us, msg);
 }
 
+/* Whole-MLP kernels that fit, and the paths the planner times for a layer
+ * (rowdot, taken wherever it fits, is in every layer-by-layer line). */
 static bool
 path_fits(const pp_cuda_parts *parts, pp_cuda_path path)
 {
-  if (path == PP_PATH_ROWDOT)
+  const pp_cuda_path_info *info = pp_cuda_path_info_of(path);
+  if (!info->whole && !info->timed)
     return false;
-  if (pp_cuda_path_is_whole(path))
+  if (info->whole)
     return pp_mlp_exec_fits(parts->exec, path, 0);
   return pp_mlp_exec_fits(parts->exec, path, 0) || path == PP_PATH_CUBLAS;
 }

@@ -7,22 +7,40 @@
 #include <glib.h>
 #include <string.h>
 
-static const char *const path_names[PP_N_PATHS] = {
-  [PP_PATH_FUSED] = "fused", [PP_PATH_SMALL] = "small",   [PP_PATH_WIDE] = "wide",
-  [PP_PATH_OWN] = "own",     [PP_PATH_OWN_64] = "own64",  [PP_PATH_CUBLAS] = "cublas",
-  [PP_PATH_SPLIT] = "split", [PP_PATH_ROWDOT] = "rowdot",
+static const pp_cuda_path_info paths[PP_N_PATHS] = {
+  [PP_PATH_FUSED] = { "fused", true, false, 0, PP_TUNE_NOTHING },
+  [PP_PATH_SMALL] = { "small", true, false, 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8,
+                      PP_TUNE_SMALL_ROWS },
+  [PP_PATH_WIDE] = { "wide", true, false, 0, PP_TUNE_NOTHING },
+  [PP_PATH_OWN] = { "own", false, true, 0, PP_TUNE_NOTHING },
+  [PP_PATH_OWN_64] = { "own64", false, true, 0, PP_TUNE_NOTHING },
+  [PP_PATH_CUBLAS] = { "cublas", false, true, 0, PP_TUNE_GEMM },
+  [PP_PATH_SPLIT] = { "split", false, true, 1u << 1 | 1u << 2, PP_TUNE_GEMM },
+  [PP_PATH_ROWDOT] = { "rowdot", false, false, 0, PP_TUNE_NOTHING },
 };
+
+const pp_cuda_path_info *
+pp_cuda_path_info_of(pp_cuda_path path)
+{
+  return path < PP_N_PATHS ? &paths[path] : NULL;
+}
+
+bool
+pp_cuda_path_tunes_gemm(pp_cuda_path path)
+{
+  return path < PP_N_PATHS && paths[path].tuning == PP_TUNE_GEMM;
+}
 
 const char *
 pp_cuda_path_name(pp_cuda_path path)
 {
-  return path < PP_N_PATHS ? path_names[path] : "?";
+  return path < PP_N_PATHS ? paths[path].name : "?";
 }
 
 bool
 pp_cuda_path_is_whole(pp_cuda_path path)
 {
-  return path == PP_PATH_FUSED || path == PP_PATH_SMALL || path == PP_PATH_WIDE;
+  return path < PP_N_PATHS && paths[path].whole;
 }
 
 bool
@@ -31,7 +49,7 @@ pp_cuda_plan_uses_cublas(const pp_cuda_plan *plan)
   if (plan->whole != PP_N_PATHS)
     return false;
   for (unsigned i = 0; i < plan->n_layers; i++)
-    if (plan->layers[i].path == PP_PATH_CUBLAS || plan->layers[i].path == PP_PATH_SPLIT)
+    if (pp_cuda_path_tunes_gemm(plan->layers[i].path))
       return true;
   return false;
 }
@@ -56,24 +74,25 @@ append_algo(GString *s, const pp_gemm_algo *a)
       g_string_append_printf(s, ".%s%" G_GINT64_FORMAT, attrs[i].name, attrs[i].value);
 }
 
+/* A path's name, and its count where it has one. */
+static void
+append_path(GString *s, pp_cuda_path path, unsigned count)
+{
+  g_string_append(s, pp_cuda_path_name(path));
+  if (paths[path].counts && count)
+    g_string_append_printf(s, ":%u", count);
+}
+
 static void
 append_kernels(GString *s, const pp_cuda_plan *plan)
 {
-  if (plan->whole == PP_PATH_FUSED || plan->whole == PP_PATH_WIDE) {
-    g_string_append(s, pp_cuda_path_name(plan->whole));
-    return;
-  }
-  if (plan->whole == PP_PATH_SMALL) {
-    g_string_append(s, "small");
-    if (plan->small_rows)
-      g_string_append_printf(s, ":%u", plan->small_rows);
+  if (plan->whole != PP_N_PATHS) {
+    append_path(s, plan->whole, plan->small_rows);
     return;
   }
   for (unsigned i = 0; i < plan->n_layers; i++) {
-    const pp_layer_plan *l = &plan->layers[i];
-    g_string_append_printf(s, "%s%s", i ? "+" : "", pp_cuda_path_name(l->path));
-    if (l->path == PP_PATH_SPLIT)
-      g_string_append_printf(s, ":%u", l->pieces);
+    g_string_append(s, i ? "+" : "");
+    append_path(s, plan->layers[i].path, plan->layers[i].pieces);
   }
 }
 
@@ -137,25 +156,82 @@ split_count(const char *token, const char *name, unsigned *count)
   return true;
 }
 
+/* The counts a path takes, for its error: "1, 2, 4 or 8". */
+static char *
+counts_text(unsigned counts)
+{
+  GString *s = g_string_new(NULL);
+  const unsigned n = (unsigned) __builtin_popcount(counts);
+  unsigned seen = 0;
+  for (unsigned c = 1; c < 32; c++)
+    if (counts & 1u << c) {
+      seen++;
+      g_string_append_printf(s, "%s%u", seen == 1 ? "" : seen == n ? " or " : ", ", c);
+    }
+  return g_string_free(s, FALSE);
+}
+
+/* `token` as one path of `whole` kind (a whole-MLP kernel, or a layer's):
+ * *path and *count set; 0, -ENOENT for no such name, or -EINVAL (*msg)
+ * for a count the path does not take. */
+static int
+parse_path(const char *token, const char *value, bool whole, pp_cuda_path *path, unsigned *count,
+           char **msg)
+{
+  for (int p = 0; p < PP_N_PATHS; p++) {
+    const pp_cuda_path_info *info = &paths[p];
+    unsigned n = 0;
+    if (info->whole != whole || !split_count(token, info->name, &n) ||
+        (n == 0 && strcmp(token, info->name) != 0))
+      continue;
+    /* With counts, the name alone is "tuned" for a whole kernel, and not
+     * a choice for a layer's (split needs its pieces). */
+    const bool bare_ok = whole || !info->counts;
+    if ((n == 0 && !bare_ok) || (n != 0 && !(n < 32 && info->counts & 1u << n))) {
+      g_autofree char *takes = counts_text(info->counts);
+      if (!info->counts)
+        return fail(msg, "kernels=%s: %s takes no count", value, info->name);
+      return fail(msg, "kernels=%s: %s takes %s%s (%s:%u)", value, info->name, takes,
+                  info->tuning == PP_TUNE_SMALL_ROWS ? " rows a block" : " pieces", info->name,
+                  whole ? 4u : 2u);
+    }
+    *path = (pp_cuda_path) p;
+    *count = n;
+    return 0;
+  }
+  return -ENOENT;
+}
+
+/* The whole-MLP kernels' names and the layers', for the error. */
+static char *
+names_text(void)
+{
+  GString *layers = g_string_new(NULL), *whole = g_string_new(NULL);
+  for (int p = 0; p < PP_N_PATHS; p++) {
+    GString *to = paths[p].whole ? whole : layers;
+    g_string_append_printf(to, "%s%s%s", to->len ? ", " : "", paths[p].name,
+                           paths[p].counts ? (paths[p].whole ? ":R" : ":P") : "");
+  }
+  char *text = g_strdup_printf("%s (or %s for the whole MLP)", layers->str, whole->str);
+  g_string_free(layers, TRUE);
+  g_string_free(whole, TRUE);
+  return text;
+}
+
 static int
 parse_kernels(const char *value, pp_cuda_plan *plan, char **msg)
 {
   unsigned n = 0;
+  pp_cuda_path path;
   plan->whole = PP_N_PATHS;
-  if (strcmp(value, "fused") == 0 || strcmp(value, "wide") == 0) {
-    plan->whole = value[0] == 'f' ? PP_PATH_FUSED : PP_PATH_WIDE;
-    return 0;
-  }
-  if (split_count(value, "small", &n)) {
-    if (n != 0 && n != 1 && n != 2 && n != 4 && n != 8)
-      return fail(msg,
-                  "kernels=%s: small takes 1, 2, 4 or 8 rows a block (small:4; small: "
-                  "tuned)",
-                  value);
-    plan->whole = PP_PATH_SMALL;
+  int rc = parse_path(value, value, true, &path, &n, msg);
+  if (rc == 0) {
+    plan->whole = path;
     plan->small_rows = n;
     return 0;
   }
+  if (rc != -ENOENT)
+    return rc;
   g_auto(GStrv) names = g_strsplit(value, "+", -1);
   const unsigned count = g_strv_length(names);
   if (count < 1 || count > PP_MAX_LAYERS)
@@ -163,23 +239,13 @@ parse_kernels(const char *value, pp_cuda_plan *plan, char **msg)
   plan->n_layers = count;
   for (unsigned i = 0; i < count; i++) {
     pp_layer_plan *l = &plan->layers[i];
-    unsigned pieces = 0;
-    if (split_count(names[i], "split", &pieces)) {
-      if (pieces != 1 && pieces != 2)
-        return fail(msg, "kernels=%s: split takes 1 or 2 pieces (split:2)", value);
-      l->path = PP_PATH_SPLIT;
-      l->pieces = pieces;
-      continue;
+    rc = parse_path(names[i], value, false, &l->path, &l->pieces, msg);
+    if (rc == -ENOENT) {
+      g_autofree char *known = names_text();
+      return fail(msg, "kernels=%s: '%s' is not one of %s", value, names[i], known);
     }
-    l->path = PP_N_PATHS;
-    for (int p = PP_PATH_OWN; p < PP_N_PATHS; p++)
-      if (p != PP_PATH_SPLIT && strcmp(names[i], path_names[p]) == 0)
-        l->path = p;
-    if (l->path == PP_N_PATHS)
-      return fail(msg,
-                  "kernels=%s: '%s' is not one of own, own64, cublas, split:P, rowdot (or fused, "
-                  "small:R, wide for the whole MLP)",
-                  value, names[i]);
+    if (rc < 0)
+      return rc;
   }
   return 0;
 }

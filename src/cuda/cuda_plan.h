@@ -51,6 +51,32 @@ typedef enum {
   PP_N_PATHS,
 } pp_cuda_path;
 
+/* What the planner tunes on a path beyond timing it. */
+typedef enum {
+  PP_TUNE_NOTHING,
+  PP_TUNE_GEMM,       /* cuBLAS's algorithms (cublas, split:P) */
+  PP_TUNE_SMALL_ROWS, /* rows a block (small:R) */
+} pp_path_tuning;
+
+/* The kernel paths as one table, which the plan line, the planner and the
+ * benchmark's per-path timing all read: a new kernel is a row here, its
+ * fits and run cases in the executor (mlp_exec.c, mlp_run.c) and its
+ * file. */
+typedef struct {
+  const char *name;
+  bool whole;      /* one kernel for the whole MLP; else a layer's */
+  bool timed;      /* a layer's the planner times against the others (rowdot is
+                      taken wherever it fits) */
+  unsigned counts; /* the counts the line may give after the name, ":N": bit N set
+                      for each (0: none). A whole kernel's name alone leaves it
+                      to the planner; a layer's (split) needs one */
+  pp_path_tuning tuning;
+} pp_cuda_path_info;
+
+const pp_cuda_path_info *pp_cuda_path_info_of(pp_cuda_path path);
+/* Whether `path` is tuned through cuBLAS's algorithms (cublas, split). */
+bool pp_cuda_path_tunes_gemm(pp_cuda_path path);
+
 /* A cuBLASLt algorithm by its configuration attributes, which rebuild it
  * (cublasLtMatmulAlgoInit and cublasLtMatmulAlgoConfigSetAttribute). */
 typedef struct {
@@ -62,7 +88,7 @@ typedef struct {
 } pp_gemm_algo;
 
 typedef struct {
-  pp_cuda_path path; /* own, own64, cublas, split or rowdot */
+  pp_cuda_path path; /* a layer's: own, own64, cublas, split or rowdot */
   unsigned pieces;   /* split: TF32 pieces of W, 1 or 2 */
   bool has_algo, has_chunk_algo;
   pp_gemm_algo algo;       /* cublas, split: on a whole frame */

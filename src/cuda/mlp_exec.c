@@ -200,7 +200,7 @@ pp_mlp_exec_prepare(pp_mlp_exec *e, const pp_cuda_plan *plan, char **msg)
       *msg = g_strdup_printf("plan: layer %u cannot run on %s", i, pp_cuda_path_name(l->path));
       return -EINVAL;
     }
-    if (l->path != PP_PATH_CUBLAS && l->path != PP_PATH_SPLIT)
+    if (!pp_cuda_path_tunes_gemm(l->path))
       continue;
     if (!l->has_algo || (chunk_rows && !l->has_chunk_algo)) {
       *msg = g_strdup_printf("plan: layer %u runs on %s but gives no gemm%u%s algorithm", i,

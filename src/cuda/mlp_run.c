@@ -178,7 +178,7 @@ static bool
 converts_first(const pp_mlp_exec *e, const pp_cuda_plan *plan)
 {
   const pp_cuda_path p = plan->layers[0].path;
-  return (p == PP_PATH_CUBLAS || p == PP_PATH_SPLIT) && converts_x(e);
+  return pp_cuda_path_tunes_gemm(p) && converts_x(e);
 }
 
 bool

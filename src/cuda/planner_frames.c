@@ -74,7 +74,7 @@ chunk_gemms(const pp_planner *p, pp_cuda_plan *plan, char **msg)
   const uint32_t rows = p->layout->n / plan->chunks;
   for (unsigned i = 0; i < plan->n_layers && plan->whole == PP_N_PATHS; i++) {
     pp_layer_plan *l = &plan->layers[i];
-    if (l->path != PP_PATH_CUBLAS && l->path != PP_PATH_SPLIT)
+    if (!pp_cuda_path_tunes_gemm(l->path))
       continue;
     double us;
     const int rc = l->has_chunk_algo ? pp_mlp_exec_set_gemm(p->exec, i, l->path, l->pieces, rows,

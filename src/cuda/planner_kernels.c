@@ -112,7 +112,7 @@ complete_given_kernels(const pp_planner *p, pp_cuda_plan *plan, char **msg)
       *msg = g_strdup_printf("plan: layer %u cannot run on %s here", i, pp_cuda_path_name(l->path));
       return -EINVAL;
     }
-    if (l->path != PP_PATH_CUBLAS && l->path != PP_PATH_SPLIT)
+    if (!pp_cuda_path_tunes_gemm(l->path))
       continue;
     double us;
     const int rc = l->has_algo ? pp_mlp_exec_set_gemm(p->exec, i, l->path, l->pieces, p->layout->n,
@@ -124,24 +124,23 @@ complete_given_kernels(const pp_planner *p, pp_cuda_plan *plan, char **msg)
   return 0;
 }
 
-/* Layer i on its fastest kernels: own, own64, cuBLAS and, for a first
- * layer of bytes, split. */
+/* Layer i on its fastest kernels: every timed path of the table that fits
+ * (own, own64, cuBLAS and, for a first layer of bytes, split). */
 static int
 choose_layer(const pp_planner *p, pp_cuda_plan *plan, unsigned i, char **msg)
 {
   pp_layer_plan *l = &plan->layers[i];
-  static const pp_cuda_path candidates[] = { PP_PATH_OWN, PP_PATH_OWN_64, PP_PATH_CUBLAS,
-                                             PP_PATH_SPLIT };
   pp_layer_plan best = *l;
   double best_us = -1;
-  for (size_t c = 0; c < G_N_ELEMENTS(candidates); c++) {
-    if (!pp_mlp_exec_fits(p->exec, candidates[c], i))
+  for (int c = 0; c < PP_N_PATHS; c++) {
+    const pp_cuda_path_info *info = pp_cuda_path_info_of(c);
+    if (info->whole || !info->timed || !pp_mlp_exec_fits(p->exec, c, i))
       continue;
-    *l = (pp_layer_plan){ .path = candidates[c], .pieces = p->pieces };
+    *l = (pp_layer_plan){ .path = c, .pieces = p->pieces };
     double us = 0;
     int rc;
     char *why = NULL;
-    if (l->path == PP_PATH_CUBLAS || l->path == PP_PATH_SPLIT) {
+    if (info->tuning == PP_TUNE_GEMM) {
       rc = pp_planner_tune_gemm(p, plan, i, p->layout->n, &us, &why);
       /* Quick tuning takes cuBLAS's first algorithm untimed: time it here. */
       if (rc == 0 && p->quick)
@@ -167,20 +166,21 @@ choose_layer(const pp_planner *p, pp_cuda_plan *plan, unsigned i, char **msg)
   }
   *l = best;
   /* The executor holds the last candidate's GEMMs: the chosen one's again. */
-  if (l->path == PP_PATH_CUBLAS || l->path == PP_PATH_SPLIT)
+  if (pp_cuda_path_tunes_gemm(l->path))
     return pp_mlp_exec_set_gemm(p->exec, i, l->path, l->pieces, p->layout->n, &l->algo, msg);
   return 0;
 }
 
-/* mlp_small's rows per block, the fastest of 1, 2, 4, 8 (few rows a block
- * fill more SMs; more rows read W0 fewer times); *us its time. */
-static int
-tune_small(const pp_planner *p, pp_cuda_plan *plan, double *us, char **msg)
+int
+pp_planner_tune_small(const pp_planner *p, pp_cuda_plan *plan, double *us, char **msg)
 {
   pp_cuda_plan small = *plan;
   small.whole = PP_PATH_SMALL;
+  const unsigned choices = pp_cuda_path_info_of(PP_PATH_SMALL)->counts;
   *us = -1;
-  for (unsigned rows = 1; rows <= 8; rows *= 2) {
+  for (unsigned rows = 1; rows < 32; rows++) {
+    if (!(choices & 1u << rows))
+      continue;
     small.small_rows = rows;
     double t;
     const int rc = pp_planner_time_mlp(p, &small, &t, msg);
@@ -208,7 +208,9 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
       return -EINVAL;
     }
     double us;
-    return plan->whole == PP_PATH_SMALL && !plan->small_rows ? tune_small(p, plan, &us, msg) : 0;
+    return pp_cuda_path_info_of(plan->whole)->tuning == PP_TUNE_SMALL_ROWS && !plan->small_rows
+               ? pp_planner_tune_small(p, plan, &us, msg)
+               : 0;
   }
   plan->whole = PP_N_PATHS;
   plan->n_layers = n;
@@ -231,26 +233,26 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
   /* A whole-MLP kernel, where one fits and beats the layers: two layers
    * (fused, small), more whose hidden layers fit on chip (fused), or at 16
    * bits up to 512 wide (wide). */
-  static const pp_cuda_path wholes[] = { PP_PATH_SMALL, PP_PATH_FUSED, PP_PATH_WIDE };
   bool any = false;
-  for (size_t i = 0; i < G_N_ELEMENTS(wholes); i++)
-    any = any || pp_mlp_exec_fits(p->exec, wholes[i], 0);
+  for (int w = 0; w < PP_N_PATHS; w++)
+    any = any || (pp_cuda_path_is_whole(w) && pp_mlp_exec_fits(p->exec, w, 0));
   if (rc < 0 || !any)
     return rc;
   double chain = 0, whole_us = -1;
   pp_cuda_path best_whole = PP_N_PATHS;
   rc = pp_planner_time_mlp(p, plan, &chain, msg);
-  for (size_t i = 0; i < G_N_ELEMENTS(wholes) && rc == 0; i++) {
-    if (!pp_mlp_exec_fits(p->exec, wholes[i], 0))
+  for (int w = 0; w < PP_N_PATHS && rc == 0; w++) {
+    if (!pp_cuda_path_is_whole(w) || !pp_mlp_exec_fits(p->exec, w, 0))
       continue;
     pp_cuda_plan whole = *plan;
-    whole.whole = wholes[i];
+    whole.whole = w;
     double t;
-    rc = wholes[i] == PP_PATH_SMALL ? tune_small(p, &whole, &t, msg)
-                                    : pp_planner_time_mlp(p, &whole, &t, msg);
+    rc = pp_cuda_path_info_of(w)->tuning == PP_TUNE_SMALL_ROWS
+             ? pp_planner_tune_small(p, &whole, &t, msg)
+             : pp_planner_time_mlp(p, &whole, &t, msg);
     if (rc == 0 && (best_whole == PP_N_PATHS || t < whole_us)) {
       whole_us = t;
-      best_whole = wholes[i];
+      best_whole = w;
       plan->small_rows = whole.small_rows;
     }
   }

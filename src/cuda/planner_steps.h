@@ -30,6 +30,10 @@ int pp_planner_time_mlp(const pp_planner *p, const pp_cuda_plan *plan, double *u
  * written to the plan (algo, or chunk_algo when rows are a chunk's). */
 int pp_planner_tune_gemm(const pp_planner *p, pp_cuda_plan *plan, unsigned layer, uint32_t rows,
                          double *us, char **msg);
+/* mlp_small's rows per block, the fastest of the path's choices (few rows
+ * a block fill more SMs; more rows read W0 fewer times) into the plan;
+ * *us its time. */
+int pp_planner_tune_small(const pp_planner *p, pp_cuda_plan *plan, double *us, char **msg);
 /* Every layer's kernels, or a whole-MLP kernel; *whole_alt: a whole-MLP
  * kernel that lost on the MLP alone and may still win a frame
  * (PP_N_PATHS: none). */

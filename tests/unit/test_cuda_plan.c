@@ -45,6 +45,37 @@ test_lines_round_trip(void **state)
   round_trip("graphs=off signal=off");
 }
 
+/* Every path of the kernel table parses from its name (and its first
+ * count, where it takes some) to itself, as the whole MLP's kernel or a
+ * layer's, and prints back the same. */
+static void
+test_every_path_of_the_table(void **state)
+{
+  (void) state;
+  for (int p = 0; p < PP_N_PATHS; p++) {
+    const pp_cuda_path_info *info = pp_cuda_path_info_of(p);
+    assert_non_null(info);
+    assert_string_equal(pp_cuda_path_name(p), info->name);
+    assert_int_equal(pp_cuda_path_is_whole(p), info->whole);
+    unsigned count = 0;
+    for (unsigned c = 1; c < 32 && !count; c++)
+      if (info->counts & 1u << c)
+        count = c;
+    g_autofree char *token =
+        count ? g_strdup_printf("%s:%u", info->name, count) : g_strdup(info->name);
+    g_autofree char *line = info->whole ? g_strdup_printf("kernels=%s", token)
+                                        : g_strdup_printf("kernels=own+%s", token);
+    pp_cuda_plan plan;
+    char *msg = NULL;
+    if (pp_cuda_plan_parse(line, &plan, &msg) < 0)
+      fail_msg("'%s': %s", line, msg);
+    assert_int_equal(info->whole ? plan.whole : plan.layers[1].path, p);
+    round_trip(line);
+  }
+  assert_null(pp_cuda_path_info_of(PP_N_PATHS));
+  assert_string_equal(pp_cuda_path_name(PP_N_PATHS), "?");
+}
+
 /* A plan made in code prints every part, and parsing it gives it back. */
 static void
 test_plan_value(void **state)
@@ -95,9 +126,13 @@ test_refusals(void **state)
   static const struct {
     const char *line, *needle;
   } bad[] = {
-    { "kernels=own+magic", "'magic' is not one of own, own64, cublas, split:P, rowdot" },
+    { "kernels=own+magic",
+      "'magic' is not one of own, own64, cublas, split:P, rowdot (or fused, small:R, wide for "
+      "the whole MLP)" },
     { "kernels=small:3", "small takes 1, 2, 4 or 8 rows" },
-    { "kernels=wide:2", "(or fused, small:R, wide for the whole MLP)" },
+    { "kernels=wide:2", "wide takes no count" },
+    { "kernels=own+own:4", "own takes no count" },
+    { "kernels=split", "split takes 1 or 2 pieces (split:2)" },
     { "kernels=split:3", "split takes 1 or 2 pieces" },
     { "frames=chunks:17", "chunks:C with C in 2..16" },
     { "frames=sideways", "give whole, in-place or chunks:C" },
@@ -127,6 +162,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_lines_round_trip),
     cmocka_unit_test(test_plan_value),
+    cmocka_unit_test(test_every_path_of_the_table),
     cmocka_unit_test(test_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
