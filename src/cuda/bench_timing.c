@@ -62,8 +62,10 @@ cuda_bench_time_stages(pp_backend *b, const void *input, float *output, unsigned
   return rc;
 }
 
-/* Every layer on `path` (a whole-MLP path: that kernel), rowdot kept for
- * the layer it is for; cuBLAS's algorithms tuned. */
+/* Every layer on `path` (a whole-MLP path: that kernel), rowdot where it
+ * fits, as the planner takes it; cuBLAS's algorithms tuned. The plan may
+ * name no layers (a whole-MLP plan read from its line): the model says how
+ * many. */
 static int
 time_path(const pp_planner *p, const pp_cuda_plan *plan, pp_cuda_path path, double *us, char **msg)
 {
@@ -73,13 +75,15 @@ time_path(const pp_planner *p, const pp_cuda_plan *plan, pp_cuda_path path, doub
   forced.whole = info->whole ? path : PP_N_PATHS;
   if (info->tuning == PP_TUNE_SMALL_ROWS)
     return pp_planner_tune_small(p, &forced, us, msg);
+  forced.n_layers = p->weights->n_layers;
   for (unsigned i = 0; forced.whole == PP_N_PATHS && i < forced.n_layers; i++) {
     pp_layer_plan *l = &forced.layers[i];
     /* split reads a first layer of bytes: the layers after it on cublas. */
     const pp_cuda_path own = path == PP_PATH_SPLIT && i > 0 ? PP_PATH_CUBLAS : path;
-    if (l->path == PP_PATH_ROWDOT)
+    const bool rowdot = pp_mlp_exec_fits(p->exec, PP_PATH_ROWDOT, i);
+    *l = (pp_layer_plan){ .path = rowdot ? PP_PATH_ROWDOT : own, .pieces = p->pieces };
+    if (rowdot)
       continue;
-    *l = (pp_layer_plan){ .path = own, .pieces = p->pieces };
     double t;
     const int rc = pp_cuda_path_tunes_gemm(own)
                        ? pp_planner_tune_gemm(p, &forced, i, p->layout->n, &t, msg)
