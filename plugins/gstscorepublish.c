@@ -138,7 +138,8 @@ open_link(GstScorePublish *self)
                       (NULL));
     return FALSE;
   }
-  gchar *client = g_strdup_printf("pingpong-%s-%d", self->name_used, (int) getpid());
+  /* The process's one connection to this broker, whichever stream opens it. */
+  gchar *client = g_strdup_printf("pingpong-%d", (int) getpid());
   self->link = gst_pp_mqtt_link_new(host, port, client, broker_changed, self, &why);
   g_free(client);
   g_free(host);

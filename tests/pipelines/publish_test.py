@@ -13,13 +13,17 @@ backend:
    as published or unpublished (sum = frames, unpublished > 0), the outage
    is a warning on the bus, the return a message, publishing resumes (the
    last frames reach the subscriber), and the file has every frame.
-3. cudamlp output=tensors: each message's scores are the buffer's.
+3. Three streams to one broker share one connection (the broker sees one
+   client of this process), each counting its own frames and messages;
+   with two, the broker restarted: each counts its own outage and resumes.
+4. cudamlp output=tensors: each message's scores are the buffer's.
    A stream that stops for a while is said while it is away and when it
    is back, the frames its timestamps skip counted as missing.
-4. With neither broker nor file, or frames without scores, the element
+5. With neither broker nor file, or frames without scores, the element
    fails, saying so."""
 import base64
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -204,6 +208,71 @@ def restart(broker, port, tmp):
           f"{s['outages']} outage(s), {len(set(got))} received; every frame in the file")
 
 
+def run_streams(names, frames, live, port, during=None):
+    """One pipeline of a scorepublish per name, all to the broker on
+    `port`; each one's summary fields and its warnings, by name."""
+    branches = " ".join(
+        SOURCE.format(n=frames, live=live) +
+        f" ! scorepublish name={n} stream-name={n} broker=127.0.0.1:{port}" for n in names)
+    pipeline = Gst.parse_launch(branches)
+    bus = pipeline.get_bus()
+    sums, warnings = {}, {n: [] for n in names}
+    pipeline.set_state(Gst.State.PLAYING)
+    if during:
+        threading.Thread(target=during, daemon=True).start()
+    while True:
+        msg = bus.timed_pop_filtered(30 * Gst.SECOND, Gst.MessageType.ANY)
+        assert msg is not None, "no EOS within 30 s"
+        src = msg.src.get_name() if msg.src else ""
+        if msg.type == Gst.MessageType.WARNING and src in warnings:
+            warnings[src].append(msg.parse_warning()[0].message)
+        elif msg.type == Gst.MessageType.ELEMENT and src in warnings:
+            st = msg.get_structure()
+            if st.get_name() == "scorepublish-summary":
+                sums[src] = {st.nth_field_name(i): st.get_value(st.nth_field_name(i))
+                             for i in range(st.n_fields())}
+        elif msg.type == Gst.MessageType.ERROR:
+            raise AssertionError(msg.parse_error()[0].message)
+        elif msg.type == Gst.MessageType.EOS:
+            break
+    pipeline.set_state(Gst.State.NULL)
+    return sums, warnings
+
+
+def shared(broker, port, tmp, log_path):
+    """Streams of one process to one broker: one connection."""
+    names = ["door", "gate", "yard"]
+    sub = Subscriber(port)
+    before = log_path.read_text().count(f"as pingpong-{os.getpid()}-")
+    sums, _ = run_streams(names, FRAMES, "", port)
+    sub.stop()
+    connections = log_path.read_text().count(f"as pingpong-{os.getpid()}-") - before
+    assert connections == 1, f"{connections} connections for {len(names)} streams"
+    for n in names:
+        s = sums[n]
+        assert (s["frames"], s["published"], s["acknowledged"], s["unpublished"]) == \
+            (FRAMES, FRAMES, FRAMES, 0), (n, s)
+        got = [json.loads(p)["frame"] for t, p in sub.messages if t == f"pingpong/{n}/scores"]
+        assert got == list(range(FRAMES)), (n, got)
+
+    def outage():
+        time.sleep(1.5)
+        broker.stop()
+        time.sleep(1.0)
+        broker.start()
+
+    sums, warnings = run_streams(names[:2], LIVE_FRAMES, "is-live=true", port, during=outage)
+    for n in names[:2]:
+        s = sums[n]
+        assert s["frames"] == LIVE_FRAMES == s["published"] + s["unpublished"], (n, s)
+        assert s["unpublished"] > 0 and s["outages"] >= 1, (n, s)
+        assert s["acknowledged"] + s["unacknowledged"] == s["published"], (n, s)
+        assert any("not reachable" in w for w in warnings[n]), (n, warnings[n])
+    print(f"shared: {len(names)} streams, 1 connection, every frame each; two through a broker "
+          f"restart, each counting its own ({', '.join(str(sums[n]['unpublished']) for n in names[:2])} "
+          "unpublished)")
+
+
 def tensors(tmp):
     """cudamlp output=tensors: the buffer is the scores."""
     lines_path = Path(tmp) / "tensors.jsonl"
@@ -299,6 +368,7 @@ def main():
         try:
             steady(port, tmp)
             restart(broker, port, tmp)
+            shared(broker, port, tmp, Path(tmp) / "mosquitto.log")
         finally:
             broker.stop()
         tensors(tmp)
