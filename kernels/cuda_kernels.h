@@ -131,17 +131,20 @@ typedef struct {
   pp_act act;
 } pp_cuda_wide_layer;
 
-/* Shared memory a block needs for a model of these widths (k inputs) in
- * `type`; 0 when the kernel does not take it (2 to 8 layers, hidden ones
- * 1..512 wide, one output, bf16 or f16). The model fits where this is
- * non-zero and at most the device's opt-in limit a block. */
+/* The least shared memory a block needs for a model of these widths (k
+ * inputs) in `type`, with two weight tiles in flight (the launcher takes
+ * three where the device has room); 0 when the kernel does not take it (2
+ * to 8 layers, hidden ones 1..512 wide, one output, bf16 or f16). The model
+ * fits where this is non-zero and at most the device's opt-in limit a
+ * block. */
 size_t pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs);
 
-/* Bytes of the packed blob: every hidden layer's W padded with zeros. */
+/* Bytes of the packed blob: every hidden layer's W as the kernel's weight
+ * tiles, in the order it uses them, padded with zeros. */
 size_t pp_cuda_wide_packed_bytes(pp_dtype type, const pp_cuda_wide_layer *layers,
                                  unsigned n_layers);
-/* Packs `layers` into `blob` on `stream` (device to device); `packed`
- * gets the layers as the kernel reads them. */
+/* Packs `layers` into `blob` on `stream` (a kernel on the device);
+ * `packed` gets the layers as the kernel reads them. */
 cudaError_t pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, const pp_cuda_wide_layer *layers,
                               unsigned n_layers, void *blob, pp_cuda_wide_layer *packed);
 
