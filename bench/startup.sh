@@ -5,12 +5,13 @@
 # before), and on the CPU backend. Medians of REPEATS runs, alternating, for
 # each workload's shapes:
 #
-#   bench/startup.sh [WORKLOADS]     REPEATS=5 BUILD=build CLIP=clip.mp4
+#   bench/startup.sh [WORKLOADS]     REPEATS=5 BUILD=build CLIP=clip.mp4 PRECISION=bf16
 #
 # Workloads hd, seed, deep, tiny: `videotestsrc num-buffers=1 ! cudamlp !
 # fakesink`. With CLIP (an H.264 file), also decoder (nvh264dec alone),
 # nvdec-hd and nvdec-deep (nvh264dec ! cudamlp, frames in CUDA memory): the
-# clip plays through, and first ms is what counts there.
+# clip plays through, and first ms is what counts there. PRECISION: cudamlp's
+# precision (its default when unset).
 #
 # whole ms: the process, exec to exit (wall clock around it); first ms: in
 # the process, from PLAYING to the first result at the sink (pp-startup);
@@ -56,7 +57,7 @@ pipeline() { # WORKLOAD BACKEND
   if [ "$1" = decoder ]; then
     echo "${src[$1]} ! fakesink"
   else
-    echo "${src[$1]} ! cudamlp name=mlp backend=$2 ${props[$1]} ! fakesink"
+    echo "${src[$1]} ! cudamlp name=mlp backend=$2 ${props[$1]} ${PRECISION:+precision=$PRECISION} ! fakesink"
   fi
 }
 
