@@ -138,6 +138,23 @@ expect_close(const char *what, const float *got, const double *ref, const double
 }
 
 pp_model *
+random_layers(test_rng *rng, uint32_t k, unsigned n_layers, const uint32_t *outs,
+              const pp_act *acts, bool bias)
+{
+  pp_model *m = NULL;
+  assert_int_equal(pp_model_generate_layers(k, n_layers, outs, acts, &m), 0);
+  for (unsigned i = 0; i < n_layers; i++) {
+    pp_layer *l = &m->layers[i];
+    const float range = 1.5f / sqrtf((float) l->in);
+    test_rng_fill_floats(rng, l->w, (size_t) l->out * l->in, -range, range);
+    test_rng_fill_floats(rng, l->b, l->out, -0.5f, 0.5f);
+    if (!bias)
+      g_clear_pointer(&l->b, g_free);
+  }
+  return m;
+}
+
+pp_model *
 random_model(test_rng *rng, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu, bool bias)
 {
   pp_model *m = NULL;

@@ -60,6 +60,11 @@ void reference_linear(const float *x, uint32_t m, uint32_t k, const float *w, co
  * over the magnitude of the sums, for outputs after a ReLU. */
 void expect_close(const char *what, const float *got, const double *ref, const double *mag,
                   size_t n, bool scaled, double tol);
+/* A model of `n_layers` layers (widths `outs`) of fresh random weights in
+ * ±1.5/√in, so activations stay of order one through every layer, biases
+ * in ±0.5 (none without `bias`). */
+pp_model *random_layers(test_rng *rng, uint32_t k, unsigned n_layers, const uint32_t *outs,
+                        const pp_act *acts, bool bias);
 /* A two-layer model of fresh random weights, K → d → o. */
 pp_model *random_model(test_rng *rng, uint32_t k, uint32_t d, uint32_t o, bool hidden_relu,
                        bool bias);

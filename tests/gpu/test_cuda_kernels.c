@@ -231,16 +231,7 @@ check_chain(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_forma
   input in = make_input(rng, kind, format, n, k, patch);
   n = in.layout.n;
   k = in.layout.k;
-  pp_model *m = NULL;
-  assert_int_equal(pp_model_generate_layers(k, n_layers, outs, acts, &m), 0);
-  for (unsigned i = 0; i < n_layers; i++) {
-    pp_layer *l = &m->layers[i];
-    const float range = 1.5f / sqrtf((float) l->in);
-    test_rng_fill_floats(rng, l->w, (size_t) l->out * l->in, -range, range);
-    test_rng_fill_floats(rng, l->b, l->out, -0.5f, 0.5f);
-    if (!bias)
-      g_clear_pointer(&l->b, g_free);
-  }
+  pp_model *m = random_layers(rng, k, n_layers, outs, acts, bias);
   assert_true(pp_cuda_mlp_chain_fits(n_layers, outs));
   const pp_gpu_weights gw = upload_weights(m);
   pp_cuda_chain_layer chain[PP_MAX_LAYERS];

@@ -14,7 +14,6 @@
  *   distance off or more.
  *
  * Exits 77 without a CUDA device; PP_GPU_QUICK=1 keeps the small shapes. */
-#include <math.h>
 #include <string.h>
 
 #include "kernel_check.h"
@@ -86,16 +85,7 @@ check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   input in = make_input(rng, kind, format, n, k, patch);
   n = in.layout.n;
   k = in.layout.k;
-  pp_model *m = NULL;
-  assert_int_equal(pp_model_generate_layers(k, n_layers, outs, acts, &m), 0);
-  for (unsigned i = 0; i < n_layers; i++) {
-    pp_layer *l = &m->layers[i];
-    const float range = 1.5f / sqrtf((float) l->in);
-    test_rng_fill_floats(rng, l->w, (size_t) l->out * l->in, -range, range);
-    test_rng_fill_floats(rng, l->b, l->out, -0.5f, 0.5f);
-    if (!bias)
-      g_clear_pointer(&l->b, g_free);
-  }
+  pp_model *m = random_layers(rng, k, n_layers, outs, acts, bias);
   double *ref = g_new(double, n), *mag = g_new(double, n), *rounded = g_new(double, n);
   test_reference_mlp(m, in.x, n, ref, mag);
   for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
