@@ -95,31 +95,41 @@ class Subscriber:
         self.thread.join()
 
 
-def run(description, during=None):
-    """Runs to EOS; the bus's warnings, element messages and error."""
+def run_many(description, names, during=None):
+    """Runs to EOS; for each element named, the bus's warnings and element
+    messages from it; and the error, if one ends the run."""
     pipeline = Gst.parse_launch(description)
     bus = pipeline.get_bus()
-    seen = {"warnings": [], "elements": [], "error": None}
+    seen = {n: {"warnings": [], "elements": []} for n in names}
+    error = None
     pipeline.set_state(Gst.State.PLAYING)
     if during:
         threading.Thread(target=during, daemon=True).start()
     while True:
         msg = bus.timed_pop_filtered(30 * Gst.SECOND, Gst.MessageType.ANY)
         assert msg is not None, "no EOS within 30 s"
-        if msg.type == Gst.MessageType.WARNING and msg.src.get_name() == "pub":
-            seen["warnings"].append(msg.parse_warning()[0].message)
-        elif msg.type == Gst.MessageType.ELEMENT and msg.src.get_name() == "pub":
+        src = msg.src.get_name() if msg.src else None
+        if msg.type == Gst.MessageType.WARNING and src in seen:
+            seen[src]["warnings"].append(msg.parse_warning()[0].message)
+        elif msg.type == Gst.MessageType.ELEMENT and src in seen:
             s = msg.get_structure()
-            seen["elements"].append((s.get_name(), {k: s.get_value(k) for k in
-                                                    [s.nth_field_name(i) for i in
-                                                     range(s.n_fields())]}))
+            seen[src]["elements"].append((s.get_name(), {k: s.get_value(k) for k in
+                                                         [s.nth_field_name(i) for i in
+                                                          range(s.n_fields())]}))
         elif msg.type == Gst.MessageType.ERROR:
-            seen["error"] = msg.parse_error()[0].message
+            error = msg.parse_error()[0].message
             break
         elif msg.type == Gst.MessageType.EOS:
             break
     pipeline.set_state(Gst.State.NULL)
-    return seen
+    return seen, error
+
+
+def run(description, during=None):
+    """run_many for the one element named pub: its warnings, element
+    messages, and the error."""
+    seen, error = run_many(description, ["pub"], during)
+    return dict(seen["pub"], error=error)
 
 
 def summary(seen):
@@ -214,29 +224,9 @@ def run_streams(names, frames, live, port, during=None):
     branches = " ".join(
         SOURCE.format(n=frames, live=live) +
         f" ! scorepublish name={n} stream-name={n} broker=127.0.0.1:{port}" for n in names)
-    pipeline = Gst.parse_launch(branches)
-    bus = pipeline.get_bus()
-    sums, warnings = {}, {n: [] for n in names}
-    pipeline.set_state(Gst.State.PLAYING)
-    if during:
-        threading.Thread(target=during, daemon=True).start()
-    while True:
-        msg = bus.timed_pop_filtered(30 * Gst.SECOND, Gst.MessageType.ANY)
-        assert msg is not None, "no EOS within 30 s"
-        src = msg.src.get_name() if msg.src else ""
-        if msg.type == Gst.MessageType.WARNING and src in warnings:
-            warnings[src].append(msg.parse_warning()[0].message)
-        elif msg.type == Gst.MessageType.ELEMENT and src in warnings:
-            st = msg.get_structure()
-            if st.get_name() == "scorepublish-summary":
-                sums[src] = {st.nth_field_name(i): st.get_value(st.nth_field_name(i))
-                             for i in range(st.n_fields())}
-        elif msg.type == Gst.MessageType.ERROR:
-            raise AssertionError(msg.parse_error()[0].message)
-        elif msg.type == Gst.MessageType.EOS:
-            break
-    pipeline.set_state(Gst.State.NULL)
-    return sums, warnings
+    seen, error = run_many(branches, names, during)
+    assert error is None, error
+    return ({n: summary(seen[n]) for n in names}, {n: seen[n]["warnings"] for n in names})
 
 
 def shared(broker, port, tmp, log_path):
