@@ -253,23 +253,26 @@ __launch_bounds__(THREADS, 1)
 }
 
 /* The opt-in limit of the current device's blocks, and the kernel allowed
- * it, once a device (the attribute is the device's). */
+ * it: read and set once a device (the attribute is the device's), so a
+ * launch outside a graph asks the driver nothing more. */
 template <typename T, int STAGES>
 cudaError_t
 allow_smem(int *limit)
 {
-  static std::atomic<uint64_t> done{ 0 };
+  constexpr int DEVICES = 64;
+  static std::atomic<int> limits[DEVICES]; /* 0: not yet allowed */
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess)
-    err = cudaDeviceGetAttribute(limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  const uint64_t bit = device < 64 ? 1ull << device : 0;
-  if (err != cudaSuccess || (done.load(std::memory_order_acquire) & bit))
+  if (err != cudaSuccess)
     return err;
-  err = cudaFuncSetAttribute(mlp_wide<T, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             *limit);
+  if (device < DEVICES && (*limit = limits[device].load(std::memory_order_acquire)) > 0)
+    return cudaSuccess;
+  err = cudaDeviceGetAttribute(limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err == cudaSuccess)
-    done.fetch_or(bit, std::memory_order_release);
+    err = cudaFuncSetAttribute(mlp_wide<T, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               *limit);
+  if (err == cudaSuccess && device < DEVICES)
+    limits[device].store(*limit, std::memory_order_release);
   return err;
 }
 
