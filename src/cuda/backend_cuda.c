@@ -210,11 +210,14 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
   if (rc == 0 && tuning) {
     t0 = pp_now_ns();
     rc = tune(b, &given, req && req->quick, msg);
-    /* The executor holds the last candidates timed: the plan's own again. */
+    /* The plan chose from candidates that made their GEMMs: ready what it
+     * runs (all made already), free the rest. */
     if (rc == 0)
       rc = pp_mlp_exec_prepare(b->exec, &b->plan, msg);
     b->startup.plan_ms += ms_since(t0);
   }
+  if (rc == 0)
+    pp_mlp_exec_keep_only(b->exec, &b->plan);
   return rc;
 }
 

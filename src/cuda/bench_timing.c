@@ -139,8 +139,9 @@ cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsi
     }
     out[(*n)++] = (pp_cuda_path_time){ pp_cuda_path_name(path), us };
   }
-  /* The backend's own plan again, and slot 0's graphs for it. */
-  rc = pp_mlp_exec_prepare(parts.exec, parts.plan, msg);
+  /* The other paths' GEMMs freed; slot 0's graphs for the backend's own
+   * plan again. */
+  pp_mlp_exec_keep_only(parts.exec, parts.plan);
   char *why = NULL;
   if (rc == 0 &&
       pp_cuda_slot_capture(parts.slot, parts.exec, parts.plan, parts.layout->n, &why) < 0)

@@ -110,8 +110,9 @@ pp_mlp_exec_free(pp_mlp_exec *e)
 {
   if (!e)
     return;
-  for (unsigned i = 0; i < PP_MAX_LAYERS; i++)
-    pp_mlp_exec_free_gemms(e, i);
+  pp_mlp_exec_free_gemms(e);
+  if (e->gemms)
+    g_array_free(e->gemms, TRUE);
   if (e->lt)
     e->lt->destroy(e->lt_handle);
   pp_mlp_exec_free_split(e);
@@ -207,9 +208,9 @@ pp_mlp_exec_prepare(pp_mlp_exec *e, const pp_cuda_plan *plan, char **msg)
                              pp_cuda_path_name(l->path), i, l->has_algo ? "-chunk" : "");
       return -EINVAL;
     }
-    int rc = pp_mlp_exec_set_gemm(e, i, l->path, l->pieces, e->layout.n, &l->algo, msg);
+    int rc = pp_mlp_exec_make_gemm(e, i, l->path, l->pieces, e->layout.n, &l->algo, msg);
     if (rc == 0 && chunk_rows)
-      rc = pp_mlp_exec_set_gemm(e, i, l->path, l->pieces, chunk_rows, &l->chunk_algo, msg);
+      rc = pp_mlp_exec_make_gemm(e, i, l->path, l->pieces, chunk_rows, &l->chunk_algo, msg);
     if (rc < 0)
       return rc;
   }

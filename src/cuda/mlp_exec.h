@@ -70,13 +70,18 @@ int pp_mlp_exec_gemm_candidates(pp_mlp_exec *e, unsigned layer, pp_cuda_path pat
                                 uint32_t rows, pp_gemm_algo *algos, int max, int *found,
                                 char **msg);
 /* Layer `layer`'s GEMM on `path` over `rows` samples (the frame's, or a
- * chunk's) with `algo`, replacing the one it had for those rows. */
-int pp_mlp_exec_set_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
-                         uint32_t rows, const pp_gemm_algo *algo, char **msg);
+ * chunk's) with `algo`, made once for every plan that names it. The
+ * executor runs a plan's layers on the GEMMs the plan names and no others:
+ * a plan is a value, and candidates timed beside it change nothing. */
+int pp_mlp_exec_make_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
+                          uint32_t rows, const pp_gemm_algo *algo, char **msg);
 /* Everything `plan` runs, from its algorithms: split weights and GEMMs for
  * whole frames and, with chunks, for a chunk's rows. Fails (for the caller
  * to tune instead) where an algorithm is missing or no longer valid. */
 int pp_mlp_exec_prepare(pp_mlp_exec *e, const pp_cuda_plan *plan, char **msg);
+/* What other plans made (candidates timed) freed: `plan`'s GEMMs and split
+ * weights kept. */
+void pp_mlp_exec_keep_only(pp_mlp_exec *e, const pp_cuda_plan *plan);
 
 /* Enqueues the MLP of `rows` on `stream`. */
 int pp_mlp_exec_run(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *b,

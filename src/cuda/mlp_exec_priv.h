@@ -5,16 +5,21 @@
 #ifndef PP_CUDA_MLP_EXEC_PRIV_H
 #define PP_CUDA_MLP_EXEC_PRIV_H
 
+#include <glib.h>
+
 #include "lt_table.h"
 #include "mlp_exec.h"
 
-/* A layer's cuBLASLt GEMMs: over a whole frame, and over a chunk's rows. */
+/* One cuBLASLt GEMM, made for what a plan names: layer `layer` on `path`
+ * (cublas, or split in `pieces`) over `rows` samples with `algo`. */
 typedef struct {
-  pp_lt_gemm *whole, *chunk;
-  pp_cuda_path path; /* what they were planned for: cublas or split */
+  unsigned layer;
+  pp_cuda_path path;
   unsigned pieces;
-  uint32_t chunk_rows;
-} layer_gemms;
+  uint32_t rows;
+  pp_gemm_algo algo;
+  pp_lt_gemm *gemm;
+} made_gemm;
 
 struct pp_mlp_exec {
   const pp_gpu_weights *w;
@@ -29,7 +34,9 @@ struct pp_mlp_exec {
   pp_cuda_wide_layer wide[PP_MAX_LAYERS]; /* its layers, pointing into the blob */
   const pp_lt_table *lt;
   void *lt_handle;
-  layer_gemms gemms[PP_MAX_LAYERS];
+  /* made_gemm: every GEMM made for the plans asked of the executor, found
+   * by what a plan names (never one it does not). */
+  GArray *gemms;
   /* Layer 0 on split: W in `split_pieces` TF32 pieces with the frame's
    * scale folded in, and the bias the centring moves it by. */
   void *w_split;
@@ -54,11 +61,12 @@ converts_x(const pp_mlp_exec *e)
   return e->reader.kind != PP_A_F32 || e->dtype != PP_DTYPE_F32;
 }
 
-/* Layer `layer`'s GEMMs freed; the split weights freed. */
-void pp_mlp_exec_free_gemms(pp_mlp_exec *e, unsigned layer);
+/* Every GEMM freed; the split weights freed. */
+void pp_mlp_exec_free_gemms(pp_mlp_exec *e);
 void pp_mlp_exec_free_split(pp_mlp_exec *e);
-/* Layer `layer`'s GEMM over `rows` samples (a whole frame's or a chunk's),
- * NULL when none is planned for them. */
-const pp_lt_gemm *pp_mlp_exec_gemm_for(const pp_mlp_exec *e, unsigned layer, uint32_t rows);
+/* The GEMM `plan` names for layer `layer` over `rows` samples (a whole
+ * frame's, or a chunk's), NULL where none was made for it. */
+const pp_lt_gemm *pp_mlp_exec_gemm_for(const pp_mlp_exec *e, const pp_cuda_plan *plan,
+                                       unsigned layer, uint32_t rows);
 
 #endif

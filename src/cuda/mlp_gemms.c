@@ -25,14 +25,12 @@ pp_mlp_exec_free_split(pp_mlp_exec *e)
 }
 
 void
-pp_mlp_exec_free_gemms(pp_mlp_exec *e, unsigned layer)
+pp_mlp_exec_free_gemms(pp_mlp_exec *e)
 {
-  layer_gemms *g = &e->gemms[layer];
-  if (e->lt) {
-    e->lt->free(g->whole);
-    e->lt->free(g->chunk);
-  }
-  memset(g, 0, sizeof *g);
+  for (guint i = 0; e->gemms && i < e->gemms->len; i++)
+    e->lt->free(g_array_index(e->gemms, made_gemm, i).gemm);
+  if (e->gemms)
+    g_array_set_size(e->gemms, 0);
 }
 
 int
@@ -119,41 +117,87 @@ pp_mlp_exec_gemm_candidates(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, u
   return 0;
 }
 
+static bool
+same_algo(const pp_gemm_algo *a, const pp_gemm_algo *b)
+{
+  return a->id == b->id && a->tile == b->tile && a->stages == b->stages && a->splitk == b->splitk &&
+         a->reduction == b->reduction && a->swizzle == b->swizzle && a->custom == b->custom &&
+         a->inner == b->inner && a->cluster == b->cluster;
+}
+
+static const made_gemm *
+find_gemm(const pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces, uint32_t rows,
+          const pp_gemm_algo *algo)
+{
+  for (guint i = 0; e->gemms && i < e->gemms->len; i++) {
+    const made_gemm *m = &g_array_index(e->gemms, made_gemm, i);
+    if (m->layer == layer && m->path == path && m->pieces == pieces && m->rows == rows &&
+        same_algo(&m->algo, algo))
+      return m;
+  }
+  return NULL;
+}
+
 int
-pp_mlp_exec_set_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
-                     uint32_t rows, const pp_gemm_algo *algo, char **msg)
+pp_mlp_exec_make_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pieces,
+                      uint32_t rows, const pp_gemm_algo *algo, char **msg)
 {
   int rc = pp_mlp_exec_use_cublas(e, NULL, msg);
   if (rc == 0 && path == PP_PATH_SPLIT)
     rc = ensure_split(e, pieces, msg);
-  if (rc < 0)
+  if (rc < 0 || find_gemm(e, layer, path, pieces, rows, algo))
     return rc;
-  layer_gemms *g = &e->gemms[layer];
-  const bool whole = rows == e->layout.n;
   const pp_lt_shape shape = gemm_shape(e, layer, path, pieces, rows);
-  pp_lt_gemm *made = NULL;
+  made_gemm made = { layer, path, pieces, rows, *algo, NULL };
   const int64_t t0 = pp_now_ns();
-  LT_CHECK(e->lt->plan(e->lt_handle, &shape, algo, &made));
+  LT_CHECK(e->lt->plan(e->lt_handle, &shape, algo, &made.gemm));
   pp_log(PP_LOG_DEBUG, "cuda", "layer %u's cuBLASLt algorithm for %u rows: %.1f ms", layer, rows,
          (pp_now_ns() - t0) / 1e6);
-  if (g->path != path || g->pieces != pieces) {
-    pp_mlp_exec_free_gemms(e, layer);
-    g->path = path;
-    g->pieces = pieces;
-  }
-  pp_lt_gemm **slot = whole ? &g->whole : &g->chunk;
-  e->lt->free(*slot);
-  *slot = made;
-  if (!whole)
-    g->chunk_rows = rows;
+  if (!e->gemms)
+    e->gemms = g_array_new(FALSE, FALSE, sizeof(made_gemm));
+  g_array_append_val(e->gemms, made);
   return 0;
 }
 
-const pp_lt_gemm *
-pp_mlp_exec_gemm_for(const pp_mlp_exec *e, unsigned layer, uint32_t rows)
+/* The algorithm `plan` gives layer `layer` over `rows` samples, NULL for
+ * none. */
+static const pp_gemm_algo *
+planned_algo(const pp_mlp_exec *e, const pp_cuda_plan *plan, unsigned layer, uint32_t rows)
 {
-  const layer_gemms *g = &e->gemms[layer];
+  const pp_layer_plan *l = &plan->layers[layer];
+  if (plan->whole != PP_N_PATHS || layer >= plan->n_layers || !pp_cuda_path_tunes_gemm(l->path))
+    return NULL;
   if (rows == e->layout.n)
-    return g->whole;
-  return rows == g->chunk_rows ? g->chunk : NULL;
+    return l->has_algo ? &l->algo : NULL;
+  const bool chunk = plan->frames == PP_FRAMES_CHUNKS && rows == e->layout.n / plan->chunks;
+  return chunk && l->has_chunk_algo ? &l->chunk_algo : NULL;
+}
+
+const pp_lt_gemm *
+pp_mlp_exec_gemm_for(const pp_mlp_exec *e, const pp_cuda_plan *plan, unsigned layer, uint32_t rows)
+{
+  const pp_gemm_algo *algo = planned_algo(e, plan, layer, rows);
+  const pp_layer_plan *l = &plan->layers[layer];
+  const made_gemm *m = algo ? find_gemm(e, layer, l->path, l->pieces, rows, algo) : NULL;
+  return m ? m->gemm : NULL;
+}
+
+void
+pp_mlp_exec_keep_only(pp_mlp_exec *e, const pp_cuda_plan *plan)
+{
+  bool split = false;
+  for (guint i = 0; e->gemms && i < e->gemms->len;) {
+    made_gemm *m = &g_array_index(e->gemms, made_gemm, i);
+    const pp_gemm_algo *algo = planned_algo(e, plan, m->layer, m->rows);
+    const pp_layer_plan *l = &plan->layers[m->layer];
+    if (algo && l->path == m->path && l->pieces == m->pieces && same_algo(algo, &m->algo)) {
+      split = split || m->path == PP_PATH_SPLIT;
+      i++;
+      continue;
+    }
+    e->lt->free(m->gemm);
+    g_array_remove_index_fast(e->gemms, i);
+  }
+  if (!split)
+    pp_mlp_exec_free_split(e);
 }

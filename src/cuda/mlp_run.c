@@ -97,7 +97,7 @@ run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
       const int rc = gemm_input(e, b, r, layer, lp, converted, stream, &x, msg);
       if (rc < 0)
         return rc;
-      const pp_lt_gemm *g = pp_mlp_exec_gemm_for(e, layer, r->n);
+      const pp_lt_gemm *g = pp_mlp_exec_gemm_for(e, plan, layer, r->n);
       if (!g || !e->lt) {
         *msg = g_strdup_printf("no cuBLASLt GEMM planned for layer %u on %u rows", layer, r->n);
         return -EINVAL;

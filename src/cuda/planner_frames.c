@@ -77,8 +77,8 @@ chunk_gemms(const pp_planner *p, pp_cuda_plan *plan, char **msg)
     if (!pp_cuda_path_tunes_gemm(l->path))
       continue;
     double us;
-    const int rc = l->has_chunk_algo ? pp_mlp_exec_set_gemm(p->exec, i, l->path, l->pieces, rows,
-                                                            &l->chunk_algo, msg)
+    const int rc = l->has_chunk_algo ? pp_mlp_exec_make_gemm(p->exec, i, l->path, l->pieces, rows,
+                                                             &l->chunk_algo, msg)
                                      : pp_planner_tune_gemm(p, plan, i, rows, &us, msg);
     if (rc < 0)
       return rc;
@@ -146,8 +146,7 @@ choose_frames(const pp_planner *p, pp_cuda_plan *plan, double *us, char **msg)
   }
   *plan = best;
   *us = best_us;
-  /* The executor holds the GEMMs of the last count tried: the chosen ones'. */
-  return plan->frames == PP_FRAMES_CHUNKS ? chunk_gemms(p, plan, msg) : 0;
+  return 0;
 }
 
 /* The frames a plan gives: checked against these shapes, with the chunk
@@ -194,10 +193,7 @@ pp_planner_frames(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path whole_al
     return rc;
   pp_log(PP_LOG_DEBUG, "plan", "%s %.1f µs a frame against the layers' %.1f",
          pp_cuda_path_name(whole_alt), alt_us, us);
-  if (GAIN * alt_us <= us) {
+  if (GAIN * alt_us <= us)
     *plan = alt;
-    return 0;
-  }
-  /* The layers stay: their GEMMs again, after the other's timing. */
-  return plan->frames == PP_FRAMES_CHUNKS ? chunk_gemms(p, plan, msg) : 0;
+  return 0;
 }

@@ -60,6 +60,7 @@ pp_planner_tune_gemm(const pp_planner *p, pp_cuda_plan *plan, unsigned layer, ui
                      double *us, char **msg)
 {
   pp_layer_plan *l = &plan->layers[layer];
+  const bool chunk = rows != p->layout->n;
   pp_gemm_algo algos[PP_LT_MAX_CANDIDATES];
   int found = 0;
   int rc = pp_mlp_exec_gemm_candidates(p->exec, layer, l->path, l->pieces, rows, algos,
@@ -73,9 +74,13 @@ pp_planner_tune_gemm(const pp_planner *p, pp_cuda_plan *plan, unsigned layer, ui
     /* A candidate cuBLAS will not run after all is one fewer. */
     char *why = NULL;
     double t = 0;
-    rc = pp_mlp_exec_set_gemm(p->exec, layer, l->path, l->pieces, rows, &algos[i], &why);
+    pp_cuda_plan candidate = *plan;
+    pp_layer_plan *c = &candidate.layers[layer];
+    *(chunk ? &c->chunk_algo : &c->algo) = algos[i];
+    *(chunk ? &c->has_chunk_algo : &c->has_algo) = true;
+    rc = pp_mlp_exec_make_gemm(p->exec, layer, l->path, l->pieces, rows, &algos[i], &why);
     if (rc == 0 && !p->quick)
-      rc = time_layer(p, plan, layer, rows, GEMM_REPS, &t, &why);
+      rc = time_layer(p, &candidate, layer, rows, GEMM_REPS, &t, &why);
     if (rc < 0) {
       pp_log(PP_LOG_DEBUG, "plan", "layer %u %s candidate %d refused: %s", layer,
              pp_cuda_path_name(l->path), algos[i].id, why);
@@ -91,10 +96,6 @@ pp_planner_tune_gemm(const pp_planner *p, pp_cuda_plan *plan, unsigned layer, ui
     *msg = g_strdup_printf("cuBLAS ran none of its %d algorithms for layer %u", found, layer);
     return -ENOTSUP;
   }
-  rc = pp_mlp_exec_set_gemm(p->exec, layer, l->path, l->pieces, rows, &algos[best], msg);
-  if (rc < 0)
-    return rc;
-  const bool chunk = rows != p->layout->n;
   *(chunk ? &l->chunk_algo : &l->algo) = algos[best];
   *(chunk ? &l->has_chunk_algo : &l->has_algo) = true;
   *us = best_us;
@@ -115,8 +116,8 @@ complete_given_kernels(const pp_planner *p, pp_cuda_plan *plan, char **msg)
     if (!pp_cuda_path_tunes_gemm(l->path))
       continue;
     double us;
-    const int rc = l->has_algo ? pp_mlp_exec_set_gemm(p->exec, i, l->path, l->pieces, p->layout->n,
-                                                      &l->algo, msg)
+    const int rc = l->has_algo ? pp_mlp_exec_make_gemm(p->exec, i, l->path, l->pieces, p->layout->n,
+                                                       &l->algo, msg)
                                : pp_planner_tune_gemm(p, plan, i, p->layout->n, &us, msg);
     if (rc < 0)
       return rc;
@@ -165,9 +166,6 @@ choose_layer(const pp_planner *p, pp_cuda_plan *plan, unsigned i, char **msg)
     return -EIO;
   }
   *l = best;
-  /* The executor holds the last candidate's GEMMs: the chosen one's again. */
-  if (pp_cuda_path_tunes_gemm(l->path))
-    return pp_mlp_exec_set_gemm(p->exec, i, l->path, l->pieces, p->layout->n, &l->algo, msg);
   return 0;
 }
 

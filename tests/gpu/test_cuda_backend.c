@@ -16,6 +16,7 @@
 
 #include "backend_run.h"
 #include "cuda_plan.h"
+#include "cuda_timing.h"
 #include "testutil.h"
 
 static const pp_completion modes[] = { PP_COMPLETION_EVENT_THREAD, PP_COMPLETION_CONSUMER };
@@ -302,6 +303,41 @@ test_plan_lines(void **state)
   teardown_run(&r);
 }
 
+/* A plan is a value: timing every kernel path beside it (the bench's
+ * per-path line, which makes and times each candidate's cuBLAS GEMMs on
+ * the backend's executor) leaves its frames' results bit for bit, in
+ * whole frames and in chunks, each run also against the float64
+ * reference. */
+static void
+test_paths_timed_beside_a_plan(void **state)
+{
+  (void) state;
+  static const char *const extras[] = { "frames=whole", "frames=chunks:5" };
+  for (size_t c = 0; c < G_N_ELEMENTS(extras); c++) {
+    run r;
+    setup_run(&r, &shapes[0], "cublas", extras[c], PP_COMPLETION_CONSUMER, true, 2);
+    run_two_in_flight(&r, "before the paths were timed");
+    const size_t count = (size_t) r.layout.n * r.s->o;
+    float *before[FRAMES];
+    for (int f = 0; f < FRAMES; f++)
+      before[f] = g_memdup2(r.outputs[f], count * sizeof(float));
+    pp_cuda_path_time times[PP_CUDA_MAX_PATH_TIMES];
+    unsigned n = 0;
+    char *msg = NULL;
+    if (pp_cuda_time_paths(r.backend, 3, times, PP_CUDA_MAX_PATH_TIMES, &n, &msg) < 0)
+      fail_msg("timing the paths: %s", msg);
+    assert_true(n >= 2); /* own and cublas at least */
+    for (int f = 0; f < FRAMES; f++)
+      test_poison(r.outputs[f], count);
+    run_two_in_flight(&r, "after the paths were timed");
+    for (int f = 0; f < FRAMES; f++) {
+      assert_memory_equal(r.outputs[f], before[f], count * sizeof(float));
+      g_free(before[f]);
+    }
+    teardown_run(&r);
+  }
+}
+
 /* Flush and teardown while the GPU still works on frames. */
 static void
 test_flush_and_teardown_in_flight(void **state)
@@ -365,6 +401,7 @@ main(void)
     cmocka_unit_test_teardown(test_no_graphs_beside_context_sync, reset_graphs),
     cmocka_unit_test(test_autotune_picks_a_working_path),
     cmocka_unit_test(test_plan_lines),
+    cmocka_unit_test(test_paths_timed_beside_a_plan),
     cmocka_unit_test(test_flush_and_teardown_in_flight),
     cmocka_unit_test(test_device_errors),
   };
