@@ -5,7 +5,7 @@
  * with the bias and activation in its epilogue; cuBLASLt with its bias/ReLU
  * epilogue (our bias_act kernel after it for other activations, our
  * conversion kernel before a first layer of bytes); the split path's exact
- * TF32 pieces; the row-dot kernel for a last layer of few outputs; or one
+ * TF32 pieces for a first layer; the row-dot kernel for a last layer of few outputs; or one
  * kernel for the whole MLP (two layers: fused or small; more, every hidden
  * layer at most 64 wide: the chain kernel, also named fused; at 16 bits,
  * hidden layers up to 512 wide: wide). The cuBLASLt GEMMs themselves are
@@ -133,11 +133,11 @@ pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame)
 size_t
 pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e)
 {
-  if (!converts_x(e))
-    return 0;
-  size_t row = e->layout.k * pp_dtype_size(e->dtype);
-  if (reads_bytes(e))
-    row = MAX(row, 2 * pp_cuda_split_kp(e->layout.k) * sizeof(float));
+  /* Split, at fp32 and tf32, converts every kind of frame: room for the
+   * most pieces a plan may give it. */
+  size_t row = converts_x(e) ? e->layout.k * pp_dtype_size(e->dtype) : 0;
+  if (e->dtype == PP_DTYPE_F32)
+    row = MAX(row, split_cols(e, 2) * sizeof(float));
   return (size_t) e->layout.n * row;
 }
 
@@ -169,7 +169,7 @@ pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
       /* It reads floats, so never the frame itself. */
       return layer > 0 && layer + 1 == w->n_layers && w->layers[layer].out <= PP_ROWDOT_MAX_O;
     case PP_PATH_SPLIT:
-      return layer == 0 && reads_bytes(e);
+      return layer == 0;
     case PP_PATH_OWN:
     case PP_PATH_OWN_64:
     case PP_PATH_CUBLAS:

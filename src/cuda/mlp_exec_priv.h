@@ -47,10 +47,13 @@ struct pp_mlp_exec {
   uint32_t ldh;   /* the activations' row stride, in elements */
 };
 
-static inline bool
-reads_bytes(const pp_mlp_exec *e)
+/* The split path's columns a row, X's and its weights': `pieces` of W in
+ * blocks along K (split_tf32.cu). */
+static inline uint32_t
+split_cols(const pp_mlp_exec *e, unsigned pieces)
 {
-  return e->reader.kind == PP_A_U8_VEC4 || e->reader.kind == PP_A_U8_GATHER;
+  return pp_cuda_split_blocks(pieces, pp_cuda_split_exact_x(&e->reader)) *
+         pp_cuda_split_kp(e->layout.k);
 }
 
 /* Whether a GEMM that reads only its element type (cuBLAS) needs the

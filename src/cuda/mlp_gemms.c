@@ -63,11 +63,11 @@ ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
   pp_mlp_exec_free_split(e);
   const int64_t t0 = pp_now_ns();
   const pp_gpu_layer *l = &e->w->layers[0];
-  const size_t row = pieces * pp_cuda_split_kp(e->layout.k);
+  const size_t row = split_cols(e, pieces);
   CUDA_CHECK(cudaMalloc(&e->w_split, (size_t) l->out * row * sizeof(float)));
   CUDA_CHECK(cudaMalloc((void **) &e->b_split, l->out * sizeof(float)));
-  CUDA_CHECK(pp_cuda_split_weights(e->setup, l->w, l->out, l->in, pieces, e->reader.scale,
-                                   e->reader.bias, l->b, e->w_split, e->b_split));
+  CUDA_CHECK(pp_cuda_split_weights(e->setup, l->w, l->out, l->in, pieces, &e->reader, l->b,
+                                   e->w_split, e->b_split));
   CUDA_CHECK(cudaStreamSynchronize(e->setup));
   e->split_pieces = pieces;
   pp_log(PP_LOG_DEBUG, "cuda", "layer 0's weights split in %u pieces: %.1f ms", pieces,
@@ -82,7 +82,7 @@ gemm_shape(const pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pie
   const pp_gpu_layer *l = &e->w->layers[layer];
   const bool last = layer + 1 == e->w->n_layers;
   const bool split = path == PP_PATH_SPLIT;
-  const uint32_t k = split ? pieces * pp_cuda_split_kp(e->layout.k) : l->in;
+  const uint32_t k = split ? split_cols(e, pieces) : l->in;
   const pp_dtype c = last ? PP_DTYPE_F32 : e->dtype;
   return (pp_lt_shape){
     .m = rows,

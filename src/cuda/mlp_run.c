@@ -52,7 +52,7 @@ gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, 
   const pp_cuda_a frame = frame_from(b, r);
   *x = frame.data;
   if (lp->path == PP_PATH_SPLIT) {
-    const uint32_t row = lp->pieces * pp_cuda_split_kp(e->layout.k);
+    const uint32_t row = split_cols(e, lp->pieces);
     float *dst = (float *) b->d_x + (size_t) r->row0 * row;
     if (!converted)
       CUDA_CHECK(pp_cuda_split_convert(stream, &frame, r->n, e->layout.k, lp->pieces, dst));
@@ -172,13 +172,13 @@ pp_mlp_exec_run_layer(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_m
 
 /* ---- a frame read in place, layer by layer -------------------------------- */
 
-/* Whether layer 0 reads the frame only through a conversion (cuBLAS on
- * bytes, or at a 16-bit precision), its GEMM then reading d_x. */
+/* Whether layer 0 reads the frame only through a conversion (split;
+ * cuBLAS on bytes, or at a 16-bit precision), its GEMM then reading d_x. */
 static bool
 converts_first(const pp_mlp_exec *e, const pp_cuda_plan *plan)
 {
   const pp_cuda_path p = plan->layers[0].path;
-  return pp_cuda_path_tunes_gemm(p) && converts_x(e);
+  return p == PP_PATH_SPLIT || (p == PP_PATH_CUBLAS && converts_x(e));
 }
 
 bool

@@ -161,11 +161,11 @@ test_cublas_paths(void **state)
 
 /* ---- FP32 on TF32 tensor cores (split_tf32.cu) ---------------------------------- */
 
-/* A layer reading a frame's bytes as split_tf32.cu computes it: W split
- * into `pieces` TF32 pieces with the frame's scale folded in, the bytes
- * centred and repeated, one TF32 GEMM through cuBLASLt. W and b of a real
- * layer's size (±0.2, ±0.5); against the float64 reference, FP32's bound
- * with two pieces and TF32's with one. */
+/* A first layer as split_tf32.cu computes it: W split into `pieces` TF32
+ * pieces, with the frame's scale folded in for bytes (centred and
+ * repeated) and floats split too, one TF32 GEMM through cuBLASLt. W and b
+ * of a real layer's size (±0.2, ±0.5); against the float64 reference,
+ * FP32's bound with two pieces and TF32's with one. */
 static void
 check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name,
             pp_pixel_format format, pp_layout_kind kind, uint32_t m, uint32_t k, uint32_t n,
@@ -179,14 +179,14 @@ check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name
   test_rng_fill_floats(rng, b, n, -0.5f, 0.5f);
   float *d_w = device_copy(w, (size_t) n * k * sizeof(float));
   float *d_b = device_copy(b, n * sizeof(float));
-  const uint32_t kp = pp_cuda_split_kp(k), ld = pieces * kp;
+  const uint32_t ld =
+      pp_cuda_split_blocks(pieces, pp_cuda_split_exact_x(&in.a)) * pp_cuda_split_kp(k);
   float *d_ws = device_poisoned((size_t) n * ld);
   float *d_bs = device_poisoned(n);
   float *d_xs = device_poisoned((size_t) m * ld);
   float *d_c = device_poisoned((size_t) m * n);
   void *ws = device_copy(NULL, PP_LT_WORKSPACE_BYTES);
-  CHECK_CUDA(
-      pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, in.a.scale, in.a.bias, d_b, d_ws, d_bs));
+  CHECK_CUDA(pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, &in.a, d_b, d_ws, d_bs));
   CHECK_CUDA(pp_cuda_split_convert(kc_stream, &in.a, m, k, pieces, d_xs));
   const pp_lt_shape shape = { m,    ld,           n,           ld, n, d_bs, act.kind == PP_ACT_RELU,
                               true, PP_DTYPE_F32, PP_DTYPE_F32 };
@@ -225,13 +225,19 @@ test_split_tf32(void **state)
                 33, 7, RELU, pieces);
     check_split(&rng, lt, handle, "rgb patches (u8x4)", PP_PIXEL_RGB, PP_LAYOUT_PATCHES, 200, 0, 64,
                 8, RELU, pieces);
-    if (!quick)
+    /* Floats, split too: K a multiple of no 8, and balanced's first layer. */
+    check_split(&rng, lt, handle, "floats", PP_PIXEL_GRAY8, PP_LAYOUT_TENSOR, 300, 333, 65, 0, RELU,
+                pieces);
+    if (!quick) {
       check_split(&rng, lt, handle, "seed layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 1024, 1024,
                   1024, 0, RELU, pieces);
+      check_split(&rng, lt, handle, "balanced layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_TENSOR, 4096, 256,
+                  1024, 0, ID, pieces);
+    }
   }
-  /* Only bytes split exactly. */
-  const pp_cuda_a floats = { .kind = PP_A_F32, .data = (void *) 16, .ld = 4 };
-  assert_int_equal(pp_cuda_split_convert(kc_stream, &floats, 1, 4, 2, (void *) 16),
+  /* A frame of bytes without its offsets is refused. */
+  const pp_cuda_a bytes = { .kind = PP_A_U8_GATHER, .data = (void *) 16, .per_row = 1 };
+  assert_int_equal(pp_cuda_split_convert(kc_stream, &bytes, 1, 4, 2, (void *) 16),
                    cudaErrorInvalidValue);
   lt->destroy(handle);
 }
