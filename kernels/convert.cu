@@ -2,24 +2,27 @@
 /* X on its own, as floats or rounded to a 16-bit type: bytes to x/255
  * (through the same gather as the GEMM loaders) or floats copied, for GEMMs
  * that read only their element type (cuBLAS). */
+#include <algorithm>
+
 #include "dtype.cuh"
 #include "gemm_mainloop.cuh"
 
 namespace
 {
 
+/* A thread a group of four inputs, the groups of all rows in one range,
+ * so a row of a few hundred inputs does not leave most of a block idle. */
 template <typename T>
 __global__ void
 convert(const pp_cuda_a a, unsigned m, unsigned k, T *__restrict__ x, unsigned ldx)
 {
-  const unsigned row = blockIdx.y + blockIdx.z * 65535u;
-  if (row >= m)
-    return;
-  const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
+  const unsigned groups = (k + 3) / 4;
   const bool f32_vec =
       a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
-  for (unsigned col = (blockIdx.x * blockDim.x + threadIdx.x) * 4; col < k;
-       col += gridDim.x * blockDim.x * 4) {
+  for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < (size_t) m * groups;
+       i += (size_t) gridDim.x * blockDim.x) {
+    const unsigned row = (unsigned) (i / groups), col = (unsigned) (i % groups) * 4;
+    const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
     const float4 v = pp::load_x4(a, origin, true, row, col, k, f32_vec);
     T *dst = x + (size_t) row * ldx + col;
     dst[0] = pp::from_float<T>(v.x);
@@ -41,9 +44,9 @@ pp_cuda_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
   if (!stream || !a || !x || m == 0 || k == 0 || ldx < k || (a->kind != PP_A_F32 && !a->k_offset) ||
       type >= PP_N_DTYPES)
     return cudaErrorInvalidValue;
-  const unsigned blocks_x = (k + 4 * 128 - 1) / (4 * 128);
-  const dim3 grid(blocks_x < 4 ? blocks_x : 4, m < 65535 ? m : 65535, (m + 65534) / 65535);
+  const size_t groups = (size_t) m * ((k + 3) / 4);
+  const unsigned grid = (unsigned) std::min((groups + 255) / 256, (size_t) 65535 * 8);
   PP_DTYPE_DISPATCH(type, T,
-                    convert<T><<<grid, 128, 0, stream>>>(*a, m, k, static_cast<T *>(x), ldx));
+                    convert<T><<<grid, 256, 0, stream>>>(*a, m, k, static_cast<T *>(x), ldx));
   return cudaGetLastError();
 }

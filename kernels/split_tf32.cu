@@ -26,6 +26,8 @@
  *
  * Centring the bytes keeps the products' sums small: the tensor cores add
  * in FP32 with truncation, so their error grows with the partial sums. */
+#include <algorithm>
+
 #include "gemm_mainloop.cuh"
 
 namespace
@@ -118,27 +120,28 @@ piece_of(float4 v, unsigned p)
   return v;
 }
 
-/* Row r of X into its blocks: bytes less 128 once per block (exact_x),
- * floats as the piece each block takes. */
+/* X into its blocks: bytes less 128 once per block (exact_x), floats as
+ * the piece each block takes. A thread a group of four inputs, the groups
+ * of all rows in one range, so a row of a few hundred inputs does not
+ * leave most of a block idle. */
 __global__ void
 convert_pieces(const pp_cuda_a a, unsigned m, unsigned k, unsigned kp, unsigned pieces,
                bool exact_x, float *__restrict__ x)
 {
-  const unsigned row = blockIdx.x + blockIdx.y * 65535u;
-  if (row >= m)
-    return;
-  const unsigned blocks = blocks_of(pieces, exact_x);
-  const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
+  const unsigned blocks = blocks_of(pieces, exact_x), groups = kp / 4;
   const bool f32_vec =
       a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
-  float *dst = x + (size_t) row * blocks * kp;
-  for (unsigned col = threadIdx.x * 4; col < kp; col += blockDim.x * 4) {
+  for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < (size_t) m * groups;
+       i += (size_t) gridDim.x * blockDim.x) {
+    const unsigned row = (unsigned) (i / groups), col = (unsigned) (i % groups) * 4;
+    const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
     /* Zeros past k: the padding meets zeros in W too, never NaNs. */
     const float4 v = pp::load_x4(a, origin, true, row, col, k, f32_vec);
+    float *dst = x + (size_t) row * blocks * kp + col;
     for (unsigned bl = 0; bl < blocks; bl++) {
       unsigned xi, wj;
       block_pieces(bl, pieces, exact_x, &xi, &wj);
-      *reinterpret_cast<float4 *>(dst + bl * kp + col) = exact_x ? v : piece_of(v, xi);
+      *reinterpret_cast<float4 *>(dst + bl * kp) = exact_x ? v : piece_of(v, xi);
     }
   }
 }
@@ -192,8 +195,9 @@ pp_cuda_split_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint3
     raw.scale = 1.0f;
     raw.bias = -128.0f;
   }
-  const dim3 grid(m < 65535 ? m : 65535, (m + 65534) / 65535);
-  convert_pieces<<<grid, 128, 0, stream>>>(raw, m, k, pp_cuda_split_kp(k), pieces, exact_x,
+  const size_t groups = (size_t) m * (pp_cuda_split_kp(k) / 4);
+  const unsigned grid = (unsigned) std::min((groups + 255) / 256, (size_t) 65535 * 8);
+  convert_pieces<<<grid, 256, 0, stream>>>(raw, m, k, pp_cuda_split_kp(k), pieces, exact_x,
                                            static_cast<float *>(x));
   return cudaGetLastError();
 }
