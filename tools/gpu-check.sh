@@ -43,8 +43,8 @@ for step in "${steps[@]}"; do
           [ $t = test_cuda_backend ] && { [ "$tool" = racecheck ] || [ -n "${SANITIZE_BACKEND_TESTS:-}" ]; } &&
             filters=(${SANITIZE_BACKEND_TESTS:-test_every_path test_completion_modes_and_graphs
               test_chunks test_zero_copy test_autotune_picks_a_working_path
-              test_plan_lines test_paths_timed_beside_a_plan test_flush_and_teardown_in_flight
-              test_device_errors})
+              test_plan_lines test_paths_timed_beside_a_plan test_no_graphs_take_one_kernel
+              test_flush_and_teardown_in_flight test_device_errors})
           pids=()
           for f in "${filters[@]}"; do
             env PP_GPU_QUICK=1 ${f:+PP_TEST_FILTER=$f} compute-sanitizer --tool "$tool" --error-exitcode 99 \

@@ -258,7 +258,12 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
     return rc;
   pp_log(PP_LOG_DEBUG, "plan", "the chain %.1f µs, %s %.1f µs", chain,
          pp_cuda_path_name(best_whole), whole_us);
-  if (whole_us < chain)
+  /* Without graphs (frames in CUDA memory) the submitting thread launches
+   * every layer's kernels itself, cuBLASLt's at tens of µs a call, and
+   * many streams sharing a backend cannot afford it where one launch does
+   * (160 cameras on one H100: a whole-MLP kernel 148 µs alone kept every
+   * frame, the layers at 122 µs lost 5-21%, docs/PERFORMANCE.md). */
+  if (whole_us < chain || !plan->graphs)
     plan->whole = best_whole;
   else
     *whole_alt = best_whole; /* the frames' step gives it another chance */

@@ -337,6 +337,28 @@ test_paths_timed_beside_a_plan(void **state)
   }
 }
 
+/* Without graphs a whole-MLP kernel that fits is the plan (one launch a
+ * frame for the submitting thread), whatever the layers' time. */
+static void
+test_no_graphs_take_one_kernel(void **state)
+{
+  (void) state;
+  no_graphs = true;
+  for (size_t i = 0; i < n_shapes; i++) {
+    if (shapes[i].n_layers || shapes[i].o != 1 || shapes[i].d > 256)
+      continue; /* the two-layer shapes of one output, which fused runs */
+    run r;
+    setup_run(&r, &shapes[i], "", NULL, PP_COMPLETION_CONSUMER, true, 2);
+    pp_plan_info info;
+    assert_true(pp_engine_plan_info(r.engine, &info));
+    if (!strstr(info.line, "kernels=fused") && !strstr(info.line, "kernels=small"))
+      fail_msg("%s without graphs: %s", shapes[i].name, info.line);
+    print_message("%s without graphs: %s\n", shapes[i].name, info.line);
+    run_two_in_flight(&r, "a whole-MLP kernel without graphs");
+    teardown_run(&r);
+  }
+}
+
 /* Flush and teardown while the GPU still works on frames. */
 static void
 test_flush_and_teardown_in_flight(void **state)
@@ -380,8 +402,8 @@ test_device_errors(void **state)
   pp_frame_layout layout;
   assert_int_equal(pp_layout_for_tensor(8, 8, &layout, &msg), 0);
   expect_configure_error(&layout, "kernels=own+own+own", "names 3 layers for a model of 2");
-  expect_configure_error(&layout, "kernels=split:2+rowdot",
-                         "layer 0 cannot run on split"); /* tensors are floats, not bytes */
+  expect_configure_error(&layout, "kernels=own+split:2",
+                         "layer 1 cannot run on split"); /* a first layer's path */
 }
 
 int
@@ -398,6 +420,7 @@ main(void)
     cmocka_unit_test(test_zero_copy),
     cmocka_unit_test_teardown(test_precisions, reset_precision),
     cmocka_unit_test_teardown(test_no_graphs_beside_context_sync, reset_graphs),
+    cmocka_unit_test_teardown(test_no_graphs_take_one_kernel, reset_graphs),
     cmocka_unit_test(test_autotune_picks_a_working_path),
     cmocka_unit_test(test_plan_lines),
     cmocka_unit_test(test_paths_timed_beside_a_plan),
