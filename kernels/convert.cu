@@ -17,13 +17,11 @@ __global__ void
 convert(const pp_cuda_a a, unsigned m, unsigned k, T *__restrict__ x, unsigned ldx)
 {
   const unsigned groups = (k + 3) / 4;
-  const bool f32_vec =
-      a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
+  const bool f32_vec = pp::f32_vectors(a);
   for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < (size_t) m * groups;
        i += (size_t) gridDim.x * blockDim.x) {
-    const unsigned row = (unsigned) (i / groups), col = (unsigned) (i % groups) * 4;
-    const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
-    const float4 v = pp::load_x4(a, origin, true, row, col, k, f32_vec);
+    unsigned row, col;
+    const float4 v = pp::load_group(a, i, groups, k, f32_vec, &row, &col);
     T *dst = x + (size_t) row * ldx + col;
     dst[0] = pp::from_float<T>(v.x);
     if (col + 1 < k)

@@ -74,6 +74,13 @@ load_yuv4(const pp_cuda_a &a, long long origin, unsigned k, unsigned k_end)
   return make_float4(v[0], v[1], v[2], v[3]);
 }
 
+/* Whether X's rows of floats can be read 16 bytes at a time. */
+__device__ __forceinline__ bool
+f32_vectors(const pp_cuda_a &a)
+{
+  return a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
+}
+
 /* Four consecutive inputs X[m][k..k+3] (zero past k_end or for a missing row). */
 __device__ __forceinline__ float4
 load_x4(const pp_cuda_a &a, long long origin, bool row_ok, unsigned m, unsigned k, unsigned k_end,
@@ -114,6 +121,19 @@ load_x4(const pp_cuda_a &a, long long origin, bool row_ok, unsigned m, unsigned 
   return v;
 }
 
+/* Group i of four inputs, `groups` a row (the conversions' way over X: a
+ * thread a group, every row's groups in one range): *row and *col where
+ * it starts, its values as load_x4 reads them. */
+__device__ __forceinline__ float4
+load_group(const pp_cuda_a &a, size_t i, unsigned groups, unsigned k, bool f32_vec, unsigned *row,
+           unsigned *col)
+{
+  *row = (unsigned) (i / groups);
+  *col = (unsigned) (i % groups) * 4;
+  const long long origin = a.kind == PP_A_F32 ? 0 : sample_origin(a, *row);
+  return load_x4(a, origin, true, *row, *col, k, f32_vec);
+}
+
 template <int BM, int BN> struct Mainloop {
   using T = Tile<BM, BN>;
   const pp_cuda_a a; /* a copy: small, and kept in registers */
@@ -129,7 +149,7 @@ template <int BM, int BN> struct Mainloop {
                       unsigned ldw_, unsigned m0_, unsigned n0_)
       : a(a_), wt(wt_), m(m_), k(k_), ldw(ldw_), m0(m0_), n0(n0_)
   {
-    f32_vec = a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
+    f32_vec = f32_vectors(a);
 #pragma unroll
     for (int i = 0; i < T::A_PER_THREAD; i++) {
       const int g = threadIdx.x + i * T::THREADS;

@@ -117,8 +117,7 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
   /* Layer 0: X (through pp_cuda_a) times Wᵀ, a slice of BK inputs at a time.
    * Each thread loads four float4 of X, rows tid/8 + 16i, and four of Wᵀ. */
   const pp_cuda_chain_layer &l0 = chain.layer[0];
-  const bool f32_vec =
-      x.kind == PP_A_F32 && x.ld % 4 == 0 && (reinterpret_cast<size_t>(x.data) & 15) == 0;
+  const bool f32_vec = pp::f32_vectors(x);
   long long origin[4];
 #pragma unroll
   for (int i = 0; i < 4; i++) {

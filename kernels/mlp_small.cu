@@ -43,8 +43,7 @@ __launch_bounds__(kThreads)
   __shared__ __align__(16) float part[KS][RB][DP];
   const unsigned q = threadIdx.x % DQ, ks = threadIdx.x / DQ;
   const unsigned m0 = blockIdx.x * RB;
-  const bool f32_vec =
-      x.kind == PP_A_F32 && x.ld % 4 == 0 && (reinterpret_cast<size_t>(x.data) & 15) == 0;
+  const bool f32_vec = pp::f32_vectors(x);
 
   float4 acc[RB];
 #pragma unroll

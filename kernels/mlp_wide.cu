@@ -64,8 +64,7 @@ template <typename T>
 __device__ __forceinline__ void
 load_frame(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
 {
-  const bool f32_vec =
-      x.kind == PP_A_F32 && x.ld % 4 == 0 && (reinterpret_cast<size_t>(x.data) & 15) == 0;
+  const bool f32_vec = pp::f32_vectors(x);
   const unsigned groups = ld / 4, total = BM * groups;
   constexpr int BATCH = 8;
   for (unsigned i0 = 0; i0 < total; i0 += BATCH * THREADS) {

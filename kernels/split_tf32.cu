@@ -129,14 +129,12 @@ convert_pieces(const pp_cuda_a a, unsigned m, unsigned k, unsigned kp, unsigned 
                bool exact_x, float *__restrict__ x)
 {
   const unsigned blocks = blocks_of(pieces, exact_x), groups = kp / 4;
-  const bool f32_vec =
-      a.kind == PP_A_F32 && a.ld % 4 == 0 && (reinterpret_cast<size_t>(a.data) & 15) == 0;
+  const bool f32_vec = pp::f32_vectors(a);
   for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < (size_t) m * groups;
        i += (size_t) gridDim.x * blockDim.x) {
-    const unsigned row = (unsigned) (i / groups), col = (unsigned) (i % groups) * 4;
-    const long long origin = a.kind == PP_A_F32 ? 0 : pp::sample_origin(a, row);
+    unsigned row, col;
     /* Zeros past k: the padding meets zeros in W too, never NaNs. */
-    const float4 v = pp::load_x4(a, origin, true, row, col, k, f32_vec);
+    const float4 v = pp::load_group(a, i, groups, k, f32_vec, &row, &col);
     float *dst = x + (size_t) row * blocks * kp + col;
     for (unsigned bl = 0; bl < blocks; bl++) {
       unsigned xi, wj;

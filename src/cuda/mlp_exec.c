@@ -14,7 +14,7 @@
 #include <glib.h>
 
 #include "check.h"
-#include "mlp_exec_priv.h"
+#include "mlp_exec_state.h"
 #include "reader.h"
 
 /* ---- set-up ------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The executor's cuBLASLt side (mlp_exec_priv.h): cuBLASLt loaded when a
+/* The executor's cuBLASLt side (mlp_exec_state.h): cuBLASLt loaded when a
  * plan first needs it, each layer's GEMM as cuBLASLt sees it (types,
  * strides, bias, epilogue) over a whole frame's rows or a chunk's, its
  * candidate algorithms, and layer 0's weights in exact TF32 pieces for the
@@ -11,7 +11,7 @@
 #include "check.h"
 #include "log.h"
 #include "lt_loader.h"
-#include "mlp_exec_priv.h"
+#include "mlp_exec_state.h"
 #include "timing.h"
 
 void

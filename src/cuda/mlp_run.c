@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "lt_loader.h"
-#include "mlp_exec_priv.h"
+#include "mlp_exec_state.h"
 
 /* The activations of `which` from sample row0 on. */
 static void *

@@ -2,8 +2,8 @@
 /* The executor's state, shared by its three files: mlp_exec.c (set-up),
  * mlp_run.c (running) and mlp_gemms.c (its cuBLASLt GEMMs and split
  * weights). */
-#ifndef PP_CUDA_MLP_EXEC_PRIV_H
-#define PP_CUDA_MLP_EXEC_PRIV_H
+#ifndef PP_CUDA_MLP_EXEC_STATE_H
+#define PP_CUDA_MLP_EXEC_STATE_H
 
 #include <glib.h>
 
