@@ -218,6 +218,10 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
   }
   if (rc == 0)
     pp_mlp_exec_keep_only(b->exec, &b->plan);
+  /* The slots keep only the scratch the plan uses. */
+  const size_t scratch = pp_mlp_exec_scratch_bytes(b->exec, &b->plan);
+  for (unsigned i = 0; i < b->n_slots && rc == 0; i++)
+    rc = pp_cuda_slot_fit_scratch(&b->slots[i], scratch, msg);
   return rc;
 }
 

@@ -128,6 +128,8 @@ cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsi
                          .pieces = pieces,
                          .completion = parts.plan->completion };
   (void) reps;
+  /* Slot 0 with the scratch any path needs while they are timed. */
+  rc = pp_cuda_slot_fit_scratch(parts.slot, pp_mlp_exec_scratch_bytes(parts.exec, NULL), msg);
   for (int path = 0; path < PP_N_PATHS && rc == 0 && *n < max; path++) {
     double us;
     char *why = NULL;
@@ -142,6 +144,9 @@ cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsi
   /* The other paths' GEMMs freed; slot 0's graphs for the backend's own
    * plan again. */
   pp_mlp_exec_keep_only(parts.exec, parts.plan);
+  if (rc == 0)
+    rc = pp_cuda_slot_fit_scratch(parts.slot, pp_mlp_exec_scratch_bytes(parts.exec, parts.plan),
+                                  msg);
   char *why = NULL;
   if (rc == 0 &&
       pp_cuda_slot_capture(parts.slot, parts.exec, parts.plan, parts.layout->n, &why) < 0)

@@ -131,13 +131,18 @@ pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame)
 }
 
 size_t
-pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e)
+pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e, const pp_cuda_plan *plan)
 {
-  /* Split, at fp32 and tf32, converts every kind of frame: room for the
-   * most pieces a plan may give it. */
-  size_t row = converts_x(e) ? e->layout.k * pp_dtype_size(e->dtype) : 0;
-  if (e->dtype == PP_DTYPE_F32)
-    row = MAX(row, split_cols(e, 2) * sizeof(float));
+  const pp_cuda_path first = !plan                       ? PP_N_PATHS
+                             : plan->whole != PP_N_PATHS ? plan->whole
+                                                         : plan->layers[0].path;
+  size_t row = 0;
+  if (converts_x(e) && (!plan || first == PP_PATH_CUBLAS))
+    row = e->layout.k * pp_dtype_size(e->dtype);
+  /* Split converts every kind of frame: room for the most pieces a plan
+   * may give it. */
+  if (e->dtype == PP_DTYPE_F32 && (!plan || first == PP_PATH_SPLIT))
+    row = MAX(row, split_cols(e, plan ? plan->layers[0].pieces : 2) * sizeof(float));
   return (size_t) e->layout.n * row;
 }
 

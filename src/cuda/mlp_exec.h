@@ -52,8 +52,10 @@ void pp_mlp_exec_free(pp_mlp_exec *e);
 /* A reader of this layout's frames at `frame` (device memory, or pinned
  * host memory the device can address). */
 pp_cuda_a pp_mlp_exec_reader(const pp_mlp_exec *e, const void *frame);
-/* Bytes of d_x a buffer set needs, for X converted or in up to 2 pieces. */
-size_t pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e);
+/* Bytes of d_x a buffer set needs for `plan` (its first layer converting
+ * X for cuBLAS, or into split's pieces), or for any plan (NULL: what the
+ * planner's candidates may need). */
+size_t pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e, const pp_cuda_plan *plan);
 /* Bytes of each d_h. */
 size_t pp_mlp_exec_hidden_bytes(const pp_mlp_exec *e);
 

@@ -37,9 +37,10 @@ pp_cuda_slot_alloc(pp_cuda_slot *s, unsigned index, const pp_mlp_exec *e, const 
     return -ENOMEM;
   CUDA_CHECK(cudaMalloc(&s->d_in, s->frame_bytes));
   s->buf.x = pp_mlp_exec_reader(e, s->d_in);
-  const size_t scratch = pp_mlp_exec_scratch_bytes(e);
+  const size_t scratch = pp_mlp_exec_scratch_bytes(e, NULL);
   if (scratch)
     CUDA_CHECK(cudaMalloc(&s->buf.d_x, scratch));
+  s->scratch_bytes = scratch;
   for (unsigned i = 0; i < 2 && i + 1 < w->n_layers; i++)
     CUDA_CHECK(cudaMalloc(&s->buf.d_h[i], pp_mlp_exec_hidden_bytes(e)));
   CUDA_CHECK(cudaMalloc((void **) &s->buf.d_out, out_bytes));
@@ -50,6 +51,21 @@ pp_cuda_slot_alloc(pp_cuda_slot *s, unsigned index, const pp_mlp_exec *e, const 
   CUDA_CHECK(cudaHostGetDevicePointer((void **) &s->buf.d_done_flag, (void *) s->done_flag, 0));
   CUDA_CHECK(cudaMalloc((void **) &s->buf.d_done_count, sizeof *s->buf.d_done_count));
   CUDA_CHECK(cudaMemsetAsync(s->buf.d_done_count, 0, sizeof *s->buf.d_done_count, s->stream));
+  return 0;
+}
+
+int
+pp_cuda_slot_fit_scratch(pp_cuda_slot *s, size_t bytes, char **msg)
+{
+  if (bytes == s->scratch_bytes)
+    return 0;
+  CUDA_CHECK(cudaStreamSynchronize(s->stream));
+  cudaFree(s->buf.d_x);
+  s->buf.d_x = NULL;
+  s->scratch_bytes = 0;
+  if (bytes)
+    CUDA_CHECK(cudaMalloc(&s->buf.d_x, bytes));
+  s->scratch_bytes = bytes;
   return 0;
 }
 

@@ -25,6 +25,7 @@ typedef struct {
   float *staging_out;                           /* pinned, one result: outputs to unpinned memory */
   void *d_in;                                   /* the frame on the device */
   pp_mlp_buffers buf;
+  size_t scratch_bytes;         /* buf.d_x's */
   volatile unsigned *done_flag; /* the done signal as the host reads it */
   size_t frame_bytes, out_bytes;
   /* The plan's kernels: whole frame, the middle of a frame read in place,
@@ -40,10 +41,15 @@ typedef struct {
 } pp_cuda_slot;
 
 /* Streams, events, staging and buffers for frames of `layout` with
- * `out_bytes` of results, run by `e`; `workspace`: room for cuBLASLt. */
+ * `out_bytes` of results, run by `e` on any plan's kernels; `workspace`:
+ * room for cuBLASLt. */
 int pp_cuda_slot_alloc(pp_cuda_slot *s, unsigned index, const pp_mlp_exec *e,
                        const pp_gpu_weights *w, const pp_frame_layout *layout, size_t out_bytes,
                        bool workspace, char **msg);
+/* buf.d_x at `bytes` (0: none), what a plan's kernels need of it: a frame
+ * converted for cuBLAS or split into TF32 pieces needs up to three floats
+ * an input, most plans none. */
+int pp_cuda_slot_fit_scratch(pp_cuda_slot *s, size_t bytes, char **msg);
 /* Adds cuBLASLt's workspace to a slot made without it. */
 int pp_cuda_slot_add_workspace(pp_cuda_slot *s, char **msg);
 void pp_cuda_slot_free(pp_cuda_slot *s);
