@@ -186,6 +186,28 @@ pp_layout_for_tensor(uint32_t n, uint32_t k, pp_frame_layout *out, char **msg)
 }
 
 bool
+pp_frame_layout_stack(const pp_frame_layout *one, unsigned frames, pp_frame_layout *out)
+{
+  if (frames == 0 || (uint64_t) one->n * one->k * frames > MAX_ELEMENTS ||
+      (uint64_t) one->frame_bytes * frames > UINT32_MAX)
+    return false;
+  pp_frame_layout l = *one;
+  l.n *= frames;
+  l.frame_bytes *= frames;
+  if (one->kind != PP_LAYOUT_TENSOR) {
+    if (one->is_yuv || one->n_planes != 1 || one->planes[0].offset != 0 ||
+        one->frame_bytes != (size_t) one->row_stride * one->height ||
+        one->planes[0].rows != one->height ||
+        (one->kind == PP_LAYOUT_PATCHES && one->height % one->patch != 0))
+      return false;
+    l.height *= frames;
+    l.planes[0].rows *= frames;
+  }
+  *out = l;
+  return true;
+}
+
+bool
 pp_frame_layout_equal(const pp_frame_layout *a, const pp_frame_layout *b)
 {
   if (a->kind != b->kind || a->n != b->n || a->k != b->k || a->width != b->width ||

@@ -71,6 +71,14 @@ int pp_layout_for_yuv(const pp_yuv_frame *frame, pp_color color, pp_mapping mapp
 
 int pp_layout_for_tensor(uint32_t n, uint32_t k, pp_frame_layout *out, char **msg);
 
+/* `frames` frames of `one` back to back in one buffer, read as one frame of
+ * frames × N samples: a batch of frames as the device holds it. Only where
+ * frame f + 1's samples continue frame f's: one plane starting the frame,
+ * not read as YUV's colours, its bytes exactly its image rows (or a
+ * tensor's floats) and no partial patch row at the bottom. False (and *out
+ * untouched) otherwise. */
+bool pp_frame_layout_stack(const pp_frame_layout *one, unsigned frames, pp_frame_layout *out);
+
 /* Whether two layouts read the same bytes the same way, field by field. */
 bool pp_frame_layout_equal(const pp_frame_layout *a, const pp_frame_layout *b);
 

@@ -221,6 +221,58 @@ test_yuv_layouts(void **state)
   g_clear_pointer(&msg, g_free);
 }
 
+/* Every sample of frame f in a stack of `frames` reads, from the stacked
+ * buffer, the bytes it reads from frame f alone. */
+static void
+check_stacked(const pp_frame_layout *one, unsigned frames)
+{
+  pp_frame_layout st;
+  assert_true(pp_frame_layout_stack(one, frames, &st));
+  assert_int_equal(st.n, one->n * frames);
+  assert_int_equal(st.k, one->k);
+  assert_int_equal(st.frame_bytes, one->frame_bytes * frames);
+  for (unsigned f = 0; f < frames; f++)
+    for (uint32_t r = 0; r < one->n; r++)
+      for (uint32_t k = 0; k < one->k; k += 7)
+        if (one->kind == PP_LAYOUT_TENSOR)
+          assert_int_equal(((size_t) f * one->n + r) * st.k + k,
+                           (size_t) f * one->n * one->k + (size_t) r * one->k + k);
+        else
+          assert_int_equal(pp_layout_pixel_offset(&st, f * one->n + r, k),
+                           f * one->frame_bytes + pp_layout_pixel_offset(one, r, k));
+}
+
+/* Frames back to back read as one (a shared backend's batches): rows,
+ * patches of whole rows, luma and tensors; not YUV's colours, padding
+ * past the last row, or patches cut at the bottom. */
+static void
+test_stacked_layouts(void **state)
+{
+  (void) state;
+  pp_frame_layout l, st;
+  char *msg = NULL;
+  assert_int_equal(pp_layout_for_video(PP_PIXEL_RGBX, 17, 6, 72, PP_MAPPING_ROWS, 0, &l, &msg), 0);
+  check_stacked(&l, 3);
+  assert_int_equal(pp_layout_for_video(PP_PIXEL_BGR, 16, 12, 52, PP_MAPPING_PATCHES, 4, &l, &msg),
+                   0);
+  check_stacked(&l, 5);
+  assert_int_equal(pp_layout_for_tensor(9, 13, &l, &msg), 0);
+  check_stacked(&l, 4);
+  pp_yuv_frame f = i420_16x8();
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_LUMA, PP_MAPPING_ROWS, 0, &l, &msg), 0);
+  check_stacked(&l, 2);
+  /* Patches cut at the bottom: the next frame's first patch row would not
+   * follow the last whole one. */
+  assert_int_equal(pp_layout_for_video(PP_PIXEL_GRAY8, 16, 10, 16, PP_MAPPING_PATCHES, 4, &l, &msg),
+                   0);
+  assert_false(pp_layout_for_video(PP_PIXEL_GRAY8, 16, 10, 16, PP_MAPPING_PATCHES, 4, &l, &msg) ||
+               pp_frame_layout_stack(&l, 2, &st));
+  assert_int_equal(pp_layout_for_yuv(&f, PP_COLOR_RGB, PP_MAPPING_ROWS, 0, &l, &msg), 0);
+  assert_false(pp_frame_layout_stack(&l, 2, &st));
+  assert_int_equal(pp_layout_for_tensor(9, 13, &l, &msg), 0);
+  assert_false(pp_frame_layout_stack(&l, 0, &st));
+}
+
 int
 main(void)
 {
@@ -228,7 +280,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rows_every_format), cmocka_unit_test(test_patches_crop_edges),
     cmocka_unit_test(test_tensor_layout),     cmocka_unit_test(test_rejects),
-    cmocka_unit_test(test_yuv_layouts),
+    cmocka_unit_test(test_yuv_layouts),       cmocka_unit_test(test_stacked_layouts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
