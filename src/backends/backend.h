@@ -19,7 +19,7 @@
 #include "precision.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 7
+#define PP_BACKEND_ABI 8
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -27,6 +27,12 @@
  * pushed downstream. */
 #define PP_TICKETS_PER_SLOT 2
 #define PP_MAX_TICKETS (PP_MAX_SLOTS * PP_TICKETS_PER_SLOT)
+/* Frames of several streams a shared backend runs as one (max-batch). */
+#define PP_MAX_BATCH 16
+/* ... and at most this many samples in all: past a few tens of thousands a
+ * frame fills the GPU alone (hd's 32,400 samples gained nothing from pairs
+ * and paid twice the device's buffers). */
+#define PP_BATCH_ROWS 32768u
 
 typedef struct pp_backend pp_backend;
 
@@ -35,7 +41,7 @@ typedef struct pp_backend pp_backend;
  * registered with the backend, so a DMA engine may use it in place; otherwise
  * the backend stages through memory of its own. Both stay valid until the
  * slot's completion has been popped. */
-typedef struct {
+typedef struct pp_job_s {
   const void *input;
   bool input_pinned;
   float *output;
@@ -46,6 +52,12 @@ typedef struct {
   bool input_on_device;
   const void *device_planes[PP_MAX_PLANES];
   size_t device_pitch[PP_MAX_PLANES];
+  /* A batch instead (n_batch > 0, only to a backend configured with
+   * pp_plan_request.batch > 1): n_batch frames, each a job of its own
+   * above, run as one over their samples back to back. `batch` stays valid
+   * as the frames' memory does. */
+  const struct pp_job_s *batch;
+  unsigned n_batch;
 } pp_job;
 
 /* Time each stage of one frame took on the device, in microseconds; negative
@@ -87,6 +99,11 @@ typedef struct {
    * capture open at that moment, and the driver has crashed in that race.
    * A plan that forces graphs=on keeps them. */
   bool no_graphs;
+  /* Frames a job may hold (a shared backend's batches): 1 (or 0) for one.
+   * With more, `layout` is still one frame's; the backend runs up to this
+   * many, back to back (pp_frame_layout_stack, which must take them), and
+   * plans for the full batch. */
+  unsigned batch;
 } pp_plan_request;
 
 typedef enum {
@@ -153,6 +170,10 @@ typedef struct {
   /* Optional: how many streams run on this backend now (the lanes of a
    * shared one, backend_shared.h); absent: one. */
   unsigned (*streams)(pp_backend *b);
+  /* Optional: jobs run since configure and the frames they held, for a
+   * backend that runs frames in batches (a shared one's lanes); absent:
+   * a job a frame. */
+  void (*batching)(pp_backend *b, uint64_t *jobs, uint64_t *frames);
 } pp_backend_ops;
 
 struct pp_backend {
@@ -188,6 +209,9 @@ typedef struct {
   bool all_devices;
   pp_precision precision;
   pp_completion completion;
+  /* A shared backend's lanes: frames of several streams run as one, up to
+   * this many (and PP_BATCH_ROWS samples); 0 or 1: one at a time. */
+  unsigned max_batch;
   /* Time every frame's stages, not one in several (for traces). */
   bool time_every_frame;
   /* A CUcontext (CUDA driver API) to run in instead of the device's primary

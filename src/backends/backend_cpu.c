@@ -73,18 +73,18 @@ act_rounded(pp_dtype t, pp_act act, float *v, size_t count)
 }
 
 static void
-run_job(cpu_backend *b, worker *w)
+run_frame(cpu_backend *b, worker *w, const void *input, float *output)
 {
   const pp_frame_layout *l = &b->layout;
   const bool rounds = b->dtype != PP_DTYPE_F32;
-  pp_cpu_gather(l, w->job.input, w->x);
+  pp_cpu_gather(l, input, w->x);
   if (rounds)
     round_all(b->dtype, w->x, (size_t) l->n * l->k);
   const float *in = w->x;
   for (unsigned i = 0; i < b->n_layers; i++) {
     const cpu_layer *layer = &b->layers[i];
     const bool last = i + 1 == b->n_layers;
-    float *out = last ? w->job.output : w->hidden[i % 2];
+    float *out = last ? output : w->hidden[i % 2];
     /* Between layers a rounding precision rounds twice (act_rounded). */
     const pp_act act = rounds && !last ? PP_ACT(PP_ACT_IDENTITY) : layer->act;
     if (layer->out == 1)
@@ -95,6 +95,19 @@ run_job(cpu_backend *b, worker *w)
       act_rounded(b->dtype, layer->act, out, (size_t) l->n * layer->out);
     in = out;
   }
+}
+
+/* A batch's frames one after the other: the CPU gains nothing from
+ * running them as one. */
+static void
+run_job(cpu_backend *b, worker *w)
+{
+  if (!w->job.n_batch) {
+    run_frame(b, w, w->job.input, w->job.output);
+    return;
+  }
+  for (unsigned i = 0; i < w->job.n_batch; i++)
+    run_frame(b, w, w->job.batch[i].input, w->job.batch[i].output);
 }
 
 static gpointer
@@ -246,9 +259,11 @@ cpu_submit(pp_backend *base, unsigned slot, const pp_job *job, char **msg)
     *msg = g_strdup_printf("slot %u is not configured", slot);
     return -EINVAL;
   }
-  if (job->input_on_device) {
-    *msg = g_strdup("the CPU backend reads frames in host memory, not device memory");
-    return -EINVAL;
+  for (unsigned i = 0; i < MAX(job->n_batch, 1u); i++) {
+    if ((job->n_batch ? &job->batch[i] : job)->input_on_device) {
+      *msg = g_strdup("the CPU backend reads frames in host memory, not device memory");
+      return -EINVAL;
+    }
   }
   worker *w = &b->workers[slot];
   const uint64_t frame = ++b->submitted;

@@ -8,59 +8,36 @@
 
 #include "shared_priv.h"
 
-/* Slot `index` takes the lane's frame. Lock held. */
-static void
-assign_locked(shared *sh, int index, lane *l, unsigned lane_slot, const pp_job *job)
-{
-  sh->slots[index] = (shared_slot){ .owner = l, .lane_slot = lane_slot, .job = *job };
-  l->held[lane_slot] = index;
-  l->finished_early[lane_slot] = false;
-  l->in_flight++;
-}
-
-/* Slot `index` is free: to the first waiter, if any. Lock held. */
-static void
-release_locked(shared *sh, int index)
-{
-  sh->slots[index] = (shared_slot){ 0 };
-  waiter *w = g_queue_pop_head(&sh->waiters);
-  if (!w)
-    return;
-  assign_locked(sh, index, w->lane, w->lane_slot, w->job);
-  w->index = index;
-  g_cond_signal(&w->handed);
-}
-
-/* Wakes the first waiter, for a result it may finish to free a slot. */
-static void
-wake_first_locked(shared *sh)
-{
-  waiter *w = g_queue_peek_head(&sh->waiters);
-  if (w)
-    g_cond_signal(&w->handed);
-}
-
 static void
 on_shared_complete(void *data, unsigned index, int status, const char *message, bool slot_free)
 {
   shared *sh = data;
   g_mutex_lock(&sh->lock);
   shared_slot *s = &sh->slots[index];
-  lane *l = s->owner;
-  const unsigned lane_slot = s->lane_slot;
+  const unsigned n = s->n_members;
+  shared_member members[PP_MAX_BATCH];
+  memcpy(members, s->members, n * sizeof *members);
   /* A failed frame is never finished (the engine skips it): its slot is
    * free now, as is one whose result the backend no longer holds. */
-  if (slot_free || status < 0) {
-    l->held[lane_slot] = -1;
-    release_locked(sh, (int) index);
+  const bool free_now = slot_free || status < 0;
+  if (free_now) {
+    for (unsigned i = 0; i < n; i++)
+      members[i].owner->held[members[i].lane_slot] = -1;
+    pp_shared_release_locked(sh, (int) index);
   } else {
     s->unfinished = true;
-    wake_first_locked(sh);
+    pp_shared_wake_first_locked(sh);
+    if (sh->former)
+      g_cond_signal(&sh->former_wake);
   }
   g_mutex_unlock(&sh->lock);
-  l->base.complete(l->base.complete_data, lane_slot, status, message, slot_free);
+  for (unsigned i = 0; i < n; i++) {
+    lane *l = members[i].owner;
+    l->base.complete(l->base.complete_data, members[i].lane_slot, status, message, free_now);
+  }
   g_mutex_lock(&sh->lock);
-  l->in_flight--;
+  for (unsigned i = 0; i < n; i++)
+    members[i].owner->in_flight--;
   g_cond_broadcast(&sh->changed);
   g_mutex_unlock(&sh->lock);
 }
@@ -75,8 +52,11 @@ lane_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
                          .n_slots = n_slots,
                          .forced = g_strdup(request ? request->forced : NULL),
                          .quick = request && request->quick,
-                         .no_graphs = request && request->no_graphs };
-  const int rc = pp_shared_configure(l, &want, model, layout, request, on_shared_complete, msg);
+                         .no_graphs = request && request->no_graphs,
+                         .batch = pp_shared_batch_size(l->options.max_batch, layout) };
+  pp_plan_request batched = request ? *request : (pp_plan_request){ 0 };
+  batched.batch = want.batch;
+  const int rc = pp_shared_configure(l, &want, model, layout, &batched, on_shared_complete, msg);
   g_free(want.model);
   g_free(want.forced);
   if (rc == 0) {
@@ -89,60 +69,18 @@ lane_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   return rc;
 }
 
-/* A free slot of the shared backend's, or -1. Lock held. */
-static int
-take_slot_locked(shared *sh)
-{
-  for (unsigned i = 0; i < sh->config.n_slots; i++)
-    if (!sh->slots[i].owner)
-      return (int) i;
-  return -1;
-}
-
-/* Runs finish for `s`, whose result its owner has not popped yet, and
- * keeps what it returned for the owner's own finish. Called and returns
- * with the lock held. */
-static void
-finish_early_locked(shared *sh, shared_slot *s)
-{
-  s->finishing = true;
-  g_mutex_unlock(&sh->lock);
-  pp_stage_times times = { .h2d_us = -1, .mlp_us = -1, .d2h_us = -1 };
-  int rc = 0;
-  g_mutex_lock(&sh->call_lock);
-  if (sh->backend->ops->finish)
-    rc = sh->backend->ops->finish(sh->backend, (unsigned) (s - sh->slots), &s->job, &times);
-  g_mutex_unlock(&sh->call_lock);
-  g_mutex_lock(&sh->lock);
-  lane *owner = s->owner;
-  const unsigned ls = s->lane_slot;
-  owner->early_rc[ls] = rc;
-  owner->early_times[ls] = times;
-  owner->finished_early[ls] = true;
-  owner->held[ls] = -1;
-  release_locked(sh, (int) (s - sh->slots));
-  g_cond_broadcast(&sh->changed);
-}
-
-static shared_slot *
-unfinished_locked(shared *sh)
-{
-  for (unsigned i = 0; i < sh->config.n_slots; i++)
-    if (sh->slots[i].unfinished && !sh->slots[i].finishing)
-      return &sh->slots[i];
-  return NULL;
-}
-
 static int
 lane_submit(pp_backend *base, unsigned slot, const pp_job *job, char **msg)
 {
   lane *l = (lane *) base;
   shared *sh = l->shared;
+  if (sh->config.batch > 1)
+    return pp_shared_batch_submit(l, slot, job, msg);
   g_mutex_lock(&sh->lock);
   /* A slot is free only while nobody waits. */
-  int index = g_queue_is_empty(&sh->waiters) ? take_slot_locked(sh) : -1;
+  int index = g_queue_is_empty(&sh->waiters) ? pp_shared_take_slot_locked(sh) : -1;
   if (index >= 0) {
-    assign_locked(sh, index, l, slot, job);
+    pp_shared_assign_locked(sh, index, l, slot, job);
   } else {
     waiter w = { .lane = l, .lane_slot = slot, .job = job, .index = -1 };
     g_cond_init(&w.handed);
@@ -150,33 +88,27 @@ lane_submit(pp_backend *base, unsigned slot, const pp_job *job, char **msg)
     while (w.index < 0) {
       /* First in line, with every slot taken: a result its owner has not
        * popped yet is finished here, which frees its slot. */
-      shared_slot *u = g_queue_peek_head(&sh->waiters) == &w ? unfinished_locked(sh) : NULL;
+      shared_slot *u =
+          g_queue_peek_head(&sh->waiters) == &w ? pp_shared_unfinished_locked(sh) : NULL;
       if (u)
-        finish_early_locked(sh, u);
+        pp_shared_finish_early_locked(sh, u);
       else
         g_cond_wait(&w.handed, &sh->lock);
     }
     g_cond_clear(&w.handed);
     index = w.index;
     /* The next in line may have results to finish too. */
-    wake_first_locked(sh);
+    pp_shared_wake_first_locked(sh);
   }
   g_mutex_unlock(&sh->lock);
 
-  pp_backend *b = sh->backend;
-  g_mutex_lock(&sh->call_lock);
-  /* Submits run one at a time, so what the counters gain is this frame's. */
-  const uint64_t staged = b->staged_inputs, on_device = b->device_inputs;
-  const int rc = b->ops->submit(b, (unsigned) index, job, msg);
-  __atomic_add_fetch(&base->staged_inputs, b->staged_inputs - staged, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&base->device_inputs, b->device_inputs - on_device, __ATOMIC_RELAXED);
-  g_mutex_unlock(&sh->call_lock);
+  const int rc = pp_shared_call_submit(sh, (unsigned) index, msg);
   if (rc < 0) {
     /* Refused: nothing of it runs, and no completion comes. */
     g_mutex_lock(&sh->lock);
     l->held[slot] = -1;
     l->in_flight--;
-    release_locked(sh, index);
+    pp_shared_release_locked(sh, index);
     g_cond_broadcast(&sh->changed);
     g_mutex_unlock(&sh->lock);
   }
@@ -203,12 +135,23 @@ lane_finish(pp_backend *base, unsigned slot, const pp_job *job, pp_stage_times *
       return 0;
     }
     shared_slot *s = &sh->slots[index];
-    if (s->finishing) {
+    if (s->finishing || !s->unfinished) {
+      /* Finishing, or (a batch) still running: its completion comes. */
       g_cond_wait(&sh->changed, &sh->lock);
       continue;
     }
-    finish_early_locked(sh, s);
+    pp_shared_finish_early_locked(sh, s);
   }
+}
+
+/* Whether the slot holds a frame of the lane's. */
+static bool
+holds(const shared_slot *s, const lane *l)
+{
+  for (unsigned i = 0; i < s->n_members; i++)
+    if (s->members[i].owner == l)
+      return true;
+  return false;
 }
 
 /* Waits until every frame the lane submitted has been reported, then
@@ -223,12 +166,15 @@ lane_sync(pp_backend *base)
     bool busy = l->in_flight > 0;
     for (unsigned i = 0; i < PP_MAX_SLOTS && !busy; i++) {
       shared_slot *s = &sh->slots[i];
-      if (s->owner != l)
+      if (!holds(s, l))
         continue;
       if (s->finishing)
         busy = true;
+      else if (s->n_members > 1)
+        /* Other lanes' results too: finished for them. */
+        pp_shared_finish_early_locked(sh, s);
       else
-        release_locked(sh, (int) i);
+        pp_shared_release_locked(sh, (int) i);
     }
     if (!busy)
       break;
@@ -273,11 +219,20 @@ lane_plan_info(pp_backend *base, pp_plan_info *info)
     b->ops->plan_info(b, info);
 }
 
+/* A batch's plan is made for its frames back to back, so the batch's
+ * size (from max-batch and the layout, which the cache's key has) is part
+ * of the key. */
 static const char *
 lane_plan_key(pp_backend *base)
 {
-  pp_backend *b = ((lane *) base)->shared->backend;
-  return b->ops->plan_key ? b->ops->plan_key(b) : NULL;
+  lane *l = (lane *) base;
+  pp_backend *b = l->shared->backend;
+  const char *key = b->ops->plan_key ? b->ops->plan_key(b) : NULL;
+  if (!key || l->options.max_batch <= 1)
+    return key;
+  g_free(l->plan_key);
+  l->plan_key = g_strdup_printf("%s max-batch=%u", key, l->options.max_batch);
+  return l->plan_key;
 }
 
 static unsigned
@@ -287,12 +242,26 @@ lane_streams(pp_backend *base)
 }
 
 static void
+lane_batching(pp_backend *base, uint64_t *jobs, uint64_t *frames)
+{
+  shared *sh = ((lane *) base)->shared;
+  g_mutex_lock(&sh->lock);
+  *jobs = sh->jobs;
+  *frames = sh->frames;
+  g_mutex_unlock(&sh->lock);
+}
+
+static void
 lane_destroy(pp_backend *base)
 {
   lane *l = (lane *) base;
   lane_sync(base);
+  /* A batch's submit may still count a frame of this lane's. */
+  g_mutex_lock(&l->shared->call_lock);
+  g_mutex_unlock(&l->shared->call_lock);
   pp_shared_leave(l);
   g_free(l->description);
+  g_free(l->plan_key);
   g_free(l->key);
   g_free(l);
 }
@@ -309,6 +278,7 @@ static const pp_backend_ops lane_ops = {
   .plan_info = lane_plan_info,
   .plan_key = lane_plan_key,
   .streams = lane_streams,
+  .batching = lane_batching,
 };
 
 int

@@ -22,9 +22,10 @@ options_key(const pp_backend_options *o)
       g_string_append_printf(s, "%s%d", i ? "," : "", o->devices[i]);
   else
     g_string_append_printf(s, "%d", o->device_id);
-  g_string_append_printf(s, " all=%d precision=%d timed=%d context=%p fail=%" G_GUINT64_FORMAT,
-                         o->all_devices, o->precision, o->time_every_frame, o->cuda_context,
-                         o->fail_frame);
+  g_string_append_printf(
+      s, " all=%d precision=%d timed=%d context=%p fail=%" G_GUINT64_FORMAT " batch=%u",
+      o->all_devices, o->precision, o->time_every_frame, o->cuda_context, o->fail_frame,
+      o->max_batch > 1 ? o->max_batch : 1);
   return g_string_free(s, FALSE);
 }
 
@@ -46,7 +47,10 @@ shared_open(const pp_backend_options *opts, const char *key, pp_complete_fn comp
   g_mutex_init(&sh->call_lock);
   g_mutex_init(&sh->lock);
   g_cond_init(&sh->changed);
+  g_cond_init(&sh->former_wake);
   g_queue_init(&sh->waiters);
+  g_queue_init(&sh->pending);
+  g_queue_init(&sh->room_waiters);
   registry = g_list_prepend(registry, sh);
   return sh;
 }
@@ -63,8 +67,10 @@ static void
 shared_close(shared *sh)
 {
   registry = g_list_remove(registry, sh);
+  pp_shared_former_stop(sh);
   sh->backend->ops->destroy(sh->backend);
   config_clear(&sh->config);
+  g_cond_clear(&sh->former_wake);
   g_cond_clear(&sh->changed);
   g_mutex_clear(&sh->lock);
   g_mutex_clear(&sh->call_lock);
@@ -78,7 +84,7 @@ config_equal(const shared_config *a, const shared_config *b)
 {
   return g_strcmp0(a->model, b->model) == 0 && pp_frame_layout_equal(&a->layout, &b->layout) &&
          a->n_slots == b->n_slots && g_strcmp0(a->forced, b->forced) == 0 && a->quick == b->quick &&
-         a->no_graphs == b->no_graphs;
+         a->no_graphs == b->no_graphs && a->batch == b->batch;
 }
 
 /* Registry lock held. */
@@ -128,7 +134,9 @@ configure_locked(lane *l, shared_config *want, const pp_model *model, const pp_f
     attach(l, sh);
   }
   sh->configured = false;
+  pp_shared_former_stop(sh);
   memset(sh->slots, 0, sizeof sh->slots);
+  sh->jobs = sh->frames = 0;
   g_mutex_lock(&sh->call_lock);
   const int rc =
       sh->backend->ops->configure(sh->backend, model, layout, want->n_slots, request, msg);
@@ -137,6 +145,8 @@ configure_locked(lane *l, shared_config *want, const pp_model *model, const pp_f
   sh->config = *want;
   *want = (shared_config){ 0 };
   sh->configured = rc == 0;
+  if (sh->configured && sh->config.batch > 1)
+    pp_shared_former_start(sh);
   return rc;
 }
 
@@ -146,8 +156,12 @@ describe_lane(lane *l)
   pp_backend *b = l->shared->backend;
   const char *detail = b->ops->describe ? b->ops->describe(b) : NULL;
   g_free(l->description);
+  const unsigned batch = l->shared->config.batch;
   l->description =
-      g_strdup_printf("%s%sshared", detail ? detail : "", detail && *detail ? ", " : "");
+      batch > 1
+          ? g_strdup_printf("%s%sshared, batches of up to %u frames", detail ? detail : "",
+                            detail && *detail ? ", " : "", batch)
+          : g_strdup_printf("%s%sshared", detail ? detail : "", detail && *detail ? ", " : "");
 }
 
 int

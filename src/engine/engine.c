@@ -140,6 +140,15 @@ pp_engine_streams(pp_engine *e)
   return e->backend->ops->streams ? e->backend->ops->streams(e->backend) : 1;
 }
 
+double
+pp_engine_batch_mean(pp_engine *e)
+{
+  uint64_t jobs = 0, frames = 0;
+  if (e->backend->ops->batching)
+    e->backend->ops->batching(e->backend, &jobs, &frames);
+  return jobs ? (double) frames / (double) jobs : 1.0;
+}
+
 int
 pp_engine_acquire(pp_engine *e, unsigned *index)
 {

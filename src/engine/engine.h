@@ -70,6 +70,10 @@ const char *pp_engine_backend_detail(pp_engine *e);
 /* Streams running on the engine's backend now: 1, or more where it is
  * shared (backend_shared.h). */
 unsigned pp_engine_streams(pp_engine *e);
+/* Frames a job of the backend's held on average since configure (a
+ * shared backend's batches, of every stream on it); 1 where jobs are
+ * frames. */
+double pp_engine_batch_mean(pp_engine *e);
 
 /* Producer. acquire waits until the next slot in turn is free and a ticket
  * is available (the only place a producer blocks) and returns the ticket,

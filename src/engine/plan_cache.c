@@ -162,7 +162,10 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
     if (s->tuning == PP_TUNING_CACHED)
       cached = read_entry(out->path, key, &out->warning);
   }
-  const pp_plan_request request = { s->forced, cached, s->tuning == PP_TUNING_QUICK, s->no_graphs };
+  const pp_plan_request request = { .forced = s->forced,
+                                    .cached = cached,
+                                    .quick = s->tuning == PP_TUNING_QUICK,
+                                    .no_graphs = s->no_graphs };
   const int rc = pp_engine_configure(e, model, layout, n_slots, &request, msg);
   pp_plan_info info;
   if (rc < 0) {

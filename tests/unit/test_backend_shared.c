@@ -5,7 +5,10 @@
  * float64 reference), lanes with another model get a backend of their
  * own, a lane alone reconfigures its backend in place, the last lane
  * gone closes it, and a stream whose consumer does not pop holds no other
- * stream back, even with results held for finish (every frame timed). */
+ * stream back, even with results held for finish (every frame timed). With
+ * max-batch, the same with several streams' frames in one job: batches do
+ * form when the streams outrun the slots, and every frame still comes out
+ * right, in its stream's order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +25,10 @@ static uint64_t seed;
 
 enum { W = 24, H = 10, LANES = 4, FRAMES = 40 };
 
+/* Image rows of the streams' frames: H, or more where a frame must take a
+ * while. */
+static uint32_t frame_rows = H;
+
 typedef struct {
   pp_engine *engine;
   pp_model *model;
@@ -36,9 +43,11 @@ typedef struct {
 } stream;
 
 static pp_backend_options
-cpu_options(bool timed)
+cpu_options(bool timed, unsigned max_batch)
 {
-  return (pp_backend_options){ .kind = PP_BACKEND_CPU, .time_every_frame = timed };
+  return (pp_backend_options){ .kind = PP_BACKEND_CPU,
+                               .time_every_frame = timed,
+                               .max_batch = max_batch };
 }
 
 static void
@@ -61,7 +70,8 @@ stream_open(stream *s, const pp_backend_options *opts, uint32_t hidden, unsigned
   assert_string_equal(lane->ops->name, "cpu");
   s->engine = pp_engine_new(lane, NULL, NULL);
   assert_int_equal(
-      pp_layout_for_video(PP_PIXEL_GRAY8, W, H, W, PP_MAPPING_ROWS, 0, &s->layout, &msg), 0);
+      pp_layout_for_video(PP_PIXEL_GRAY8, W, frame_rows, W, PP_MAPPING_ROWS, 0, &s->layout, &msg),
+      0);
   assert_int_equal(pp_model_generate(s->layout.k, hidden, 2, PP_HIDDEN_RELU, &s->model), 0);
   assert_int_equal(pp_engine_configure(s->engine, s->model, &s->layout, slots, NULL, &msg), 0);
   for (int i = 0; i < FRAMES; i++) {
@@ -158,8 +168,9 @@ test_lanes_share_one_backend(void **state)
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed);
-  for (int timed = 0; timed < 2; timed++) {
-    const pp_backend_options opts = cpu_options(timed);
+  for (int run = 0; run < 4; run++) {
+    const bool timed = run % 2;
+    const pp_backend_options opts = cpu_options(timed, run < 2 ? 1 : 4);
     stream streams[LANES];
     for (unsigned i = 0; i < LANES; i++)
       stream_open(&streams[i], &opts, 7, 2, &rng);
@@ -182,7 +193,7 @@ test_other_configurations(void **state)
   (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 1);
-  const pp_backend_options opts = cpu_options(false);
+  const pp_backend_options opts = cpu_options(false, 1);
   stream a, b, c;
   stream_open(&a, &opts, 7, 2, &rng);
   stream_open(&b, &opts, 9, 2, &rng);
@@ -209,12 +220,11 @@ test_other_configurations(void **state)
  * consumer has not popped yet still lets the other finish all of its
  * frames on the same two slots. */
 static void
-test_stalled_stream_holds_none_back(void **state)
+stalled_stream_holds_none_back(unsigned max_batch)
 {
-  (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed + 2);
-  const pp_backend_options opts = cpu_options(true);
+  const pp_backend_options opts = cpu_options(true, max_batch);
   gint go = 0;
   stream streams[2];
   for (unsigned i = 0; i < 2; i++)
@@ -242,6 +252,53 @@ test_stalled_stream_holds_none_back(void **state)
   census(0, 0);
 }
 
+static void
+test_stalled_stream_holds_none_back(void **state)
+{
+  (void) state;
+  stalled_stream_holds_none_back(1);
+  stalled_stream_holds_none_back(4);
+}
+
+/* Four streams on one slot, frames that take a while (256 hidden): while
+ * the slot runs one job the others' frames queue, so jobs hold several
+ * frames, of several streams, and each stream's results stay its own.
+ * With batches of 2 the queue holds 2 of the 4 streams' frames: the
+ * others wait in submit for room. */
+static void
+batches_form(unsigned max_batch)
+{
+  test_rng rng;
+  test_rng_seed(&rng, seed + 3);
+  const pp_backend_options opts = cpu_options(false, max_batch);
+  stream streams[LANES];
+  frame_rows = 400;
+  for (unsigned i = 0; i < LANES; i++)
+    stream_open(&streams[i], &opts, 256, 1, &rng);
+  frame_rows = H;
+  census(1, LANES);
+  /* One frame's samples back to back: rows of GRAY8 stack. */
+  g_autofree char *said = g_strdup_printf("batches of up to %u", max_batch);
+  assert_non_null(strstr(pp_engine_backend_detail(streams[0].engine), said));
+  run_streams(streams, LANES);
+  const double mean = pp_engine_batch_mean(streams[0].engine);
+  print_message("max-batch %u: frames a job %.2f\n", max_batch, mean);
+  assert_true(mean > 1.2 && mean <= max_batch);
+  for (unsigned i = 0; i < LANES; i++) {
+    stream_check(&streams[i]);
+    stream_close(&streams[i]);
+  }
+  census(0, 0);
+}
+
+static void
+test_batches_form(void **state)
+{
+  (void) state;
+  batches_form(4);
+  batches_form(2);
+}
+
 int
 main(void)
 {
@@ -250,6 +307,7 @@ main(void)
     cmocka_unit_test(test_lanes_share_one_backend),
     cmocka_unit_test(test_other_configurations),
     cmocka_unit_test(test_stalled_stream_holds_none_back),
+    cmocka_unit_test(test_batches_form),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
