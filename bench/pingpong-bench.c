@@ -88,7 +88,7 @@ typedef struct {
   char *workloads, *slots, *completion, *precision, *trace_dir, *backend, *devices;
   char *tuning, *plan;
   const char *trace_file; /* the traced run's */
-  int frames, warmup, repeats, streams, interval_us;
+  int frames, warmup, repeats, streams, interval_us, max_batch;
   gboolean shared;
 } options;
 
@@ -101,7 +101,8 @@ typedef struct {
    * the host side of a frame's latency. */
   double h2d_us, mlp_us, d2h_us, submit_us, complete_us, handoff_us;
   guint64 staged;
-  char plan[512]; /* the element's plan line */
+  double batch_mean; /* frames a job (shared backends with max-batch) */
+  char plan[512];    /* the element's plan line */
   /* With several streams: a plan line unlike the first stream's, and whose. */
   char other_plan[512];
   guint other_stream;
@@ -281,6 +282,8 @@ read_stats(GstElement *mlp, run_result *out, guint index)
   gst_structure_get_double(stats, "complete-mean-us", &r.complete_us);
   gst_structure_get_double(stats, "handoff-mean-us", &r.handoff_us);
   gst_structure_get_uint64(stats, "staged-inputs", &r.staged);
+  r.batch_mean = 1;
+  gst_structure_get_double(stats, "batch-mean", &r.batch_mean);
   g_strlcpy(r.plan, gst_structure_get_string(stats, "plan"), sizeof r.plan);
   gst_structure_free(stats);
   if (index == 0) {
@@ -332,10 +335,11 @@ run_pipeline(const workload *w, guint slots, const options *o, run_result *out, 
         "appsrc name=src%u format=time is-live=false max-bytes=0 caps=\"%s\" ! "
         "cudamlp name=mlp%u backend=%s device-id=%s slots=%u mapping=%s patch-size=%u "
         "hidden-size=%u outputs=%u completion=%s precision=%s color=%s layers=\"%s\" "
-        "tuning=%s plan=\"%s\" trace-file=\"%s\" shared=%s ! fakesink name=sink%u sync=false ",
+        "tuning=%s plan=\"%s\" trace-file=\"%s\" shared=%s max-batch=%d ! fakesink name=sink%u "
+        "sync=false ",
         s, w->caps, s, o->backend, devices, slots, w->mapping, w->patch, w->hidden ? w->hidden : 1,
         w->outputs, o->completion, o->precision, w->color, w->layers ? w->layers : "", o->tuning,
-        o->plan ? o->plan : "", trace, o->shared ? "true" : "false", s);
+        o->plan ? o->plan : "", trace, o->shared ? "true" : "false", MAX(o->max_batch, 1), s);
   }
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch(desc->str, &err);
@@ -487,6 +491,8 @@ main(int argc, char **argv)
       "every stream's cudamlp with shared=true: one backend (weights, plan, slots) for all the "
       "streams of a device",
       NULL },
+    { "max-batch", 0, 0, G_OPTION_ARG_INT, &o.max_batch,
+      "with --shared, frames of up to B streams run as one job (cudamlp's max-batch; 1)", "B" },
     { "interval-us", 0, 0, G_OPTION_ARG_INT, &o.interval_us,
       "push a frame every U microseconds, like a live source, instead of as fast as taken: latency "
       "is "
@@ -559,10 +565,12 @@ main(int argc, char **argv)
   }
   if (devices)
     cudaGetDeviceProperties(&prop, 0);
+  g_autofree gchar *sharing =
+      o.shared ? g_strdup_printf(" (shared, max-batch %d)", MAX(o.max_batch, 1)) : g_strdup("");
   printf("# device: %s, %d SMs (%d visible); backend=%s devices=%s streams=%d%s completion=%s "
          "precision=%s; %d measured frames after %d, median of %d runs; %s\n",
-         prop.name, prop.multiProcessorCount, devices, o.backend, o.devices, o.streams,
-         o.shared ? " (shared)" : "", o.completion, o.precision, o.frames, o.warmup, o.repeats,
+         prop.name, prop.multiProcessorCount, devices, o.backend, o.devices, o.streams, sharing,
+         o.completion, o.precision, o.frames, o.warmup, o.repeats,
          o.interval_us ? "paced" : "saturated");
   if (o.interval_us)
     printf("# paced: a frame every %d µs\n", o.interval_us);
@@ -580,7 +588,9 @@ main(int argc, char **argv)
   int failures = 0;
   GString *inside = g_string_new(
       "\n| workload | slots | H2D µs | MLP µs | D2H µs | submit call µs | submit→completion µs | "
-      "completion→pop µs | staged inputs |\n|---|---|---|---|---|---|---|---|---|\n");
+      "completion→pop µs | staged inputs | frames a job "
+      "|\n|---|---|---|---|---|---|---|---|---|---|"
+      "\n");
   for (size_t wi = 0; wi < G_N_ELEMENTS(workloads); wi++) {
     const workload *w = &workloads[wi];
     if (!listed(o.workloads, w->name))
@@ -664,9 +674,10 @@ main(int argc, char **argv)
                                slots, r.other_stream, r.other_plan);
       fflush(stdout);
       g_string_append_printf(
-          inside, "| %s | %u | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %" G_GUINT64_FORMAT " |\n",
+          inside,
+          "| %s | %u | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %" G_GUINT64_FORMAT " | %.2f |\n",
           w->name, slots, r.h2d_us, r.mlp_us, r.d2h_us, r.submit_us, r.complete_us, r.handoff_us,
-          r.staged);
+          r.staged, r.batch_mean);
     }
     if (timed && on_gpu) {
       printf("# %s MLP alone per path (µs):", w->name);

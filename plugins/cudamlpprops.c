@@ -20,6 +20,7 @@
 #define DEFAULT_TUNING PP_TUNING_CACHED
 #define DEFAULT_PREWAKE TRUE
 #define DEFAULT_SHARED FALSE
+#define DEFAULT_MAX_BATCH 1
 
 #define CONFIG_FLAGS (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
 
@@ -132,6 +133,14 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       "(for many streams, e.g. cameras, on one GPU). Results come through one completion thread "
       "(completion=event-thread) and each stream keeps its own order",
       DEFAULT_SHARED, CONFIG_FLAGS);
+  props[PROP_MAX_BATCH] = g_param_spec_uint(
+      "max-batch", "Max batch",
+      "With shared=true: frames of the streams sharing the backend run as one job of up to this "
+      "many frames (and 32768 samples), taken in the order they came as a slot comes free, so "
+      "many streams of small frames keep the GPU busy with few launches; one stream alone still "
+      "runs frame by frame. Only for layouts whose frames lie back to back as one (GRAY8/RGB "
+      "rows, patches of whole rows, luma, tensors; not YUV's colours); 1: one frame at a time",
+      1, PP_MAX_BATCH, DEFAULT_MAX_BATCH, CONFIG_FLAGS);
   props[PROP_TRACE_FILE] = g_param_spec_string(
       "trace-file", "Trace file",
       "Writes a Chrome trace of the run (host and GPU spans, every frame timed) to this file at "
@@ -142,7 +151,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       "stats", "Statistics",
       "Backend and how it runs frames (detail; precision: the one it runs, auto resolved; "
       "streams: how many streams run on the backend, "
-      "more than 1 where shared; plan, plan-source and how many plans came from "
+      "more than 1 where shared; batch-mean: frames a GPU job held on average, of every stream "
+      "on a shared backend with max-batch; plan, plan-source and how many plans came from "
       "the cache or were made; startup: what starting took, part by part, in ms), frames "
       "done, per-frame latency through the element (mean over all frames; p50, p99 over the "
       "last 4096) in microseconds, mean GPU stage times (sampled), staged (copied) inputs, and "
@@ -174,6 +184,7 @@ gst_cuda_mlp_init_config(GstCudaMlp *self)
     .device_id = 0,
     .precision = DEFAULT_PRECISION,
     .completion = DEFAULT_COMPLETION,
+    .max_batch = DEFAULT_MAX_BATCH,
   };
 }
 
@@ -267,6 +278,9 @@ gst_cuda_mlp_set_config(GObject *object, guint prop_id, const GValue *value, GPa
     case PROP_SHARED:
       s->shared = g_value_get_boolean(value);
       break;
+    case PROP_MAX_BATCH:
+      s->backend.max_batch = g_value_get_uint(value);
+      break;
     case PROP_TRACE_FILE:
       replace_string(&s->trace_file, value);
       break;
@@ -339,6 +353,9 @@ gst_cuda_mlp_get_config(GstCudaMlp *self, guint prop_id, GValue *value, GParamSp
       break;
     case PROP_SHARED:
       g_value_set_boolean(value, s->shared);
+      break;
+    case PROP_MAX_BATCH:
+      g_value_set_uint(value, s->backend.max_batch);
       break;
     case PROP_TRACE_FILE:
       g_value_set_string(value, s->trace_file);

@@ -70,6 +70,7 @@ build_locked(GstCudaMlp *self)
   pp_stats stats = { 0 };
   const gchar *backend = "none", *detail = "";
   guint streams = 0;
+  gdouble batch_mean = 1.0;
   const gchar *precision = "none";
   stats.h2d_mean_us = stats.mlp_mean_us = stats.d2h_mean_us = -1;
   if (!self->engine && self->last_stats)
@@ -79,6 +80,7 @@ build_locked(GstCudaMlp *self)
     backend = pp_engine_backend_name(self->engine);
     detail = pp_engine_backend_detail(self->engine);
     streams = pp_engine_streams(self->engine);
+    batch_mean = pp_engine_batch_mean(self->engine);
     precision = pp_precision_name(self->active_devices.precision);
   }
   GstStructure *s = gst_structure_new(
@@ -94,6 +96,7 @@ build_locked(GstCudaMlp *self)
       "submit-mean-us", G_TYPE_DOUBLE, stats.submit_mean_us, "complete-mean-us", G_TYPE_DOUBLE,
       stats.complete_mean_us, "handoff-mean-us", G_TYPE_DOUBLE, stats.handoff_mean_us, NULL);
   /* What a frame gave the model and what it made, under the last caps. */
+  gst_structure_set(s, "batch-mean", G_TYPE_DOUBLE, batch_mean, NULL);
   gst_structure_set(s, "samples", G_TYPE_UINT, self->caps_samples, "inputs", G_TYPE_UINT,
                     self->caps_inputs, "outputs", G_TYPE_UINT, self->caps_outputs, NULL);
   add_device_stats_locked(self, s);

@@ -65,7 +65,7 @@ for step in "${steps[@]}"; do
       done
       [ "${SANITIZE_ELEMENTS:-1}" = 0 ] && continue
       # SANITIZE_ELEMENT_FILTER: a cmocka filter, as the element tests take long under memcheck.
-      for t in test_cudamlp test_element test_negotiation; do
+      for t in test_cudamlp test_element test_negotiation test_shared; do
         echo "== compute-sanitizer --tool memcheck: $t on the GPU"
         env PP_TEST_BACKEND=cuda PP_TEST_TUNING=quick G_DEBUG=fatal-warnings GST_REGISTRY_FORK=no \
           ${SANITIZE_ELEMENT_FILTER:+PP_TEST_FILTER=$SANITIZE_ELEMENT_FILTER} \

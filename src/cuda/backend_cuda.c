@@ -16,6 +16,8 @@
 #include "cuda_backend.h"
 #include "check.h"
 #include "completion.h"
+#include "error.h"
+#include "frame.h"
 #include "frame_path.h"
 #include "gpu_timer.h"
 #include "log.h"
@@ -38,7 +40,9 @@ struct cuda_backend {
   char key[384];
 
   /* From configure. */
-  pp_frame_layout layout;
+  pp_frame_layout one;    /* a frame's layout */
+  pp_frame_layout layout; /* a slot's: `batch` frames back to back */
+  unsigned batch;
   pp_mlp_exec *exec;
   pp_cuda_plan plan;
   pp_frame_path path;
@@ -193,6 +197,15 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
     given.graphs = false;
     given.given |= PP_PLAN_GRAPHS;
   }
+  /* A batch's frames cross whole, one after the other. */
+  if (b->batch > 1 && (given.given & PP_PLAN_FRAMES) && given.frames != PP_FRAMES_WHOLE) {
+    *msg = g_strdup("plan: batches of frames cross whole (frames=whole)");
+    return -EINVAL;
+  }
+  if (b->batch > 1) {
+    given.frames = PP_FRAMES_WHOLE;
+    given.given |= PP_PLAN_FRAMES;
+  }
   b->plan_source = req && req->forced ? PP_PLAN_FORCED : PP_PLAN_TUNED;
   int64_t t0 = pp_now_ns();
   if (req && req->cached && !req->forced) {
@@ -215,6 +228,16 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
     if (rc == 0)
       rc = pp_mlp_exec_prepare(b->exec, &b->plan, msg);
     b->startup.plan_ms += ms_since(t0);
+  }
+  /* A batch of fewer frames runs only their samples where the plan's
+   * GEMMs take those rows too; else all of the slot's. */
+  if (rc == 0 && b->batch > 1) {
+    char *why = NULL;
+    b->path.partial_rows = pp_mlp_exec_prepare_batches(b->exec, &b->plan, b->batch, &why) == 0;
+    if (!b->path.partial_rows)
+      pp_log(PP_LOG_INFO, "cuda", "batches of fewer than %u frames run all of theirs: %s", b->batch,
+             why);
+    g_free(why);
   }
   if (rc == 0)
     pp_mlp_exec_keep_only(b->exec, &b->plan);
@@ -242,9 +265,14 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
     rc = pp_gpu_weights_upload(&b->weights, model, pp_precision_dtype(b->precision),
                                b->device.setup, msg);
   b->startup.weights_ms = ms_since(t0);
+  b->one = *layout;
   b->layout = *layout;
+  b->batch = req && req->batch > 1 ? req->batch : 1;
+  if (rc == 0 && b->batch > 1 && !pp_frame_layout_stack(layout, b->batch, &b->layout))
+    rc = pp_error(msg, EINVAL,
+                  "frames of this layout cannot run in batches (one plane, whole rows)");
   if (rc == 0)
-    rc = pp_mlp_exec_new(&b->weights, layout, b->precision, b->device.setup, &b->exec, msg);
+    rc = pp_mlp_exec_new(&b->weights, &b->layout, b->precision, b->device.setup, &b->exec, msg);
   if (rc == 0)
     rc = configure_plan(b, n_slots, req, msg);
   if (rc < 0) {
@@ -254,7 +282,14 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   t0 = pp_now_ns();
   capture_graphs(b);
   b->startup.graphs_ms = ms_since(t0);
-  b->path = (pp_frame_path){ &b->plan, b->exec, &b->layout, b->weights.o, { 0 } };
+  const bool partial_rows = b->path.partial_rows;
+  b->path = (pp_frame_path){ .plan = &b->plan,
+                             .exec = b->exec,
+                             .layout = &b->layout,
+                             .o = b->weights.o,
+                             .one = &b->one,
+                             .batch = b->batch,
+                             .partial_rows = partial_rows };
   pp_frame_path_set_chunks(&b->path, &b->slots[0].buf.x);
   if (b->time_every_frame && (rc = pp_gpu_anchor_set(&b->anchor, b->device.setup, msg)) < 0) {
     free_configuration(b);
@@ -286,6 +321,53 @@ next_signal(cuda_backend *b, pp_cuda_slot *s, const void *src)
   return s->last_seq;
 }
 
+/* The frame's event, and the frame to the completion's waiter. */
+static int
+hand_over(cuda_backend *b, unsigned index, cudaStream_t last, int64_t submitted, char **msg)
+{
+  pp_cuda_slot *s = &b->slots[index];
+  if (!s->signal_seq) {
+    const cudaError_t err = cudaEventRecord(s->ev_done, last);
+    if (err != cudaSuccess) {
+      pp_cuda_slot_sync(s);
+      return pp_cuda_fail(msg, "cudaEventRecord", err, __FILE__, __LINE__);
+    }
+  }
+  const pp_pending_frame f = { s->ev_done, s->done_flag, s->signal_seq, last, submitted };
+  pp_cuda_completion_add(b->waiter, index, &f);
+  return 0;
+}
+
+/* A batch of frames (a shared backend's), on a backend configured for
+ * them. */
+static int
+submit_batch(cuda_backend *b, unsigned index, const pp_job *job, int64_t submitted, char **msg)
+{
+  pp_cuda_slot *s = &b->slots[index];
+  if (!job->n_batch || b->batch <= 1) {
+    *msg = g_strdup_printf("a job of %u frames on a backend configured for batches of %u",
+                           MAX(job->n_batch, 1u), b->batch);
+    return -EINVAL;
+  }
+  for (unsigned i = 0; i < job->n_batch && i < b->batch; i++) {
+    const pp_job *f = &job->batch[i];
+    if (f->input_on_device)
+      __atomic_add_fetch(&b->base.device_inputs, 1, __ATOMIC_RELAXED);
+    else if (!f->input_pinned)
+      __atomic_add_fetch(&b->base.staged_inputs, 1, __ATOMIC_RELAXED);
+  }
+  s->timed = s->frames++ % (b->time_every_frame ? 1 : TIMING_PERIOD) == 0;
+  s->signal_seq = 0;
+  s->batch_frames = job->n_batch;
+  const int rc = pp_frame_enqueue_batch(&b->path, s, job, msg);
+  if (rc < 0) {
+    /* Whatever part of it was queued finishes before we say no. */
+    pp_cuda_slot_sync(s);
+    return rc;
+  }
+  return hand_over(b, index, s->stream, submitted, msg);
+}
+
 static int
 cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
 {
@@ -293,6 +375,8 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   pp_cuda_slot *s = &b->slots[index];
   const int64_t submitted = pp_now_ns();
   CUDA_CHECK(pp_cuda_device_bind(&b->device));
+  if (b->batch > 1 || job->n_batch)
+    return submit_batch(b, index, job, submitted, msg);
   const void *src = job->input;
   if (job->input_on_device) {
     src = NULL;
@@ -306,21 +390,13 @@ cuda_submit(pp_backend *base, unsigned index, const pp_job *job, char **msg)
   s->staged_out = !job->output_pinned;
   s->timed = s->frames++ % (b->time_every_frame ? 1 : TIMING_PERIOD) == 0;
   s->signal_seq = next_signal(b, s, src);
-  int rc = pp_frame_enqueue(&b->path, s, src, job, dst, msg);
-  const cudaStream_t last = pp_frame_last_stream(&b->path, s, src);
-  if (rc == 0 && !s->signal_seq) {
-    const cudaError_t err = cudaEventRecord(s->ev_done, last);
-    if (err != cudaSuccess)
-      rc = pp_cuda_fail(msg, "cudaEventRecord", err, __FILE__, __LINE__);
-  }
+  const int rc = pp_frame_enqueue(&b->path, s, src, job, dst, msg);
   if (rc < 0) {
     /* Whatever part of the frame was queued finishes before we say no. */
     pp_cuda_slot_sync(s);
     return rc;
   }
-  const pp_pending_frame f = { s->ev_done, s->done_flag, s->signal_seq, last, submitted };
-  pp_cuda_completion_add(b->waiter, index, &f);
-  return 0;
+  return hand_over(b, index, pp_frame_last_stream(&b->path, s, src), submitted, msg);
 }
 
 /* completion.c saw slot `slot`'s frame done (or failed). */
@@ -348,8 +424,14 @@ cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times 
 {
   cuda_backend *b = (cuda_backend *) base;
   pp_cuda_slot *s = &b->slots[index];
-  if (s->staged_out)
+  if (s->staged_out && job->n_batch) {
+    const size_t results = (size_t) b->one.n * b->weights.o;
+    for (unsigned i = 0; i < job->n_batch && i < s->batch_frames; i++)
+      if (!job->batch[i].output_pinned)
+        memcpy(job->batch[i].output, s->staging_out + i * results, results * sizeof(float));
+  } else if (s->staged_out) {
     memcpy(job->output, s->staging_out, s->out_bytes);
+  }
   if (!s->timed)
     return 0;
   /* A shared backend's lanes finish on their own threads. */

@@ -2,6 +2,10 @@
 /* One frame's way across the GPU, whole or in chunks, as its plan says. */
 #include "frame_path.h"
 
+#include <errno.h>
+#include <glib.h>
+#include <string.h>
+
 #include "check.h"
 
 bool
@@ -39,13 +43,12 @@ mark(const pp_cuda_slot *s, cudaEvent_t event, cudaStream_t stream)
  * at the layout's strides by a kernel, so the slot's graph reads it where
  * it reads uploaded frames, whatever pitch upstream allocated with. */
 static cudaError_t
-gather_device_planes(const pp_frame_path *p, pp_cuda_slot *s, const pp_job *job)
+gather_device_planes(const pp_frame_layout *l, pp_cuda_slot *s, size_t at, const pp_job *job)
 {
-  const pp_frame_layout *l = p->layout;
   for (uint32_t i = 0; i < l->n_planes; i++) {
     const pp_plane *plane = &l->planes[i];
     const cudaError_t err =
-        pp_cuda_copy_2d(s->stream, (uint8_t *) s->d_in + plane->offset, plane->stride,
+        pp_cuda_copy_2d(s->stream, (uint8_t *) s->d_in + at + plane->offset, plane->stride,
                         job->device_planes[i], job->device_pitch[i], plane->row_bytes, plane->rows);
     if (err != cudaSuccess)
       return err;
@@ -136,7 +139,7 @@ pp_frame_enqueue(const pp_frame_path *p, pp_cuda_slot *s, const void *src, const
   if (err == cudaSuccess)
     err = src ? cudaMemcpyAsync(s->d_in, src, p->layout->frame_bytes, cudaMemcpyHostToDevice,
                                 s->stream)
-              : gather_device_planes(p, s, job);
+              : gather_device_planes(p->layout, s, 0, job);
   if (err == cudaSuccess)
     err = mark(s, s->ev_h2d, s->stream);
   if (err != cudaSuccess)
@@ -151,6 +154,77 @@ pp_frame_enqueue(const pp_frame_path *p, pp_cuda_slot *s, const void *src, const
     err = mark(s, s->ev_d2h, s->stream);
   if (err != cudaSuccess)
     return pp_cuda_fail(msg, "downloading a result", err, __FILE__, __LINE__);
+  return 0;
+}
+
+/* Each frame to its place in the slot's frame: from the device, from
+ * pinned memory, or through the slot's staging at the same place. */
+static cudaError_t
+upload_batch(const pp_frame_path *p, pp_cuda_slot *s, const pp_job *job)
+{
+  const size_t bytes = p->one->frame_bytes;
+  for (unsigned i = 0; i < job->n_batch; i++) {
+    const pp_job *f = &job->batch[i];
+    const size_t at = i * bytes;
+    if (f->input_on_device) {
+      const cudaError_t err = gather_device_planes(p->one, s, at, f);
+      if (err != cudaSuccess)
+        return err;
+      continue;
+    }
+    const void *src = f->input;
+    if (!f->input_pinned) {
+      memcpy((uint8_t *) s->staging_in + at, f->input, bytes);
+      src = (const uint8_t *) s->staging_in + at;
+    }
+    const cudaError_t err =
+        cudaMemcpyAsync((uint8_t *) s->d_in + at, src, bytes, cudaMemcpyHostToDevice, s->stream);
+    if (err != cudaSuccess)
+      return err;
+  }
+  return cudaSuccess;
+}
+
+int
+pp_frame_enqueue_batch(const pp_frame_path *p, pp_cuda_slot *s, const pp_job *job, char **msg)
+{
+  const unsigned n = job->n_batch;
+  if (n == 0 || n > p->batch) {
+    *msg = g_strdup_printf("a batch of %u frames on a backend made for %u", n, p->batch);
+    return -EINVAL;
+  }
+  cudaError_t err = mark(s, s->ev_start, s->stream);
+  if (err == cudaSuccess)
+    err = upload_batch(p, s, job);
+  if (err == cudaSuccess)
+    err = mark(s, s->ev_h2d, s->stream);
+  if (err != cudaSuccess)
+    return pp_cuda_fail(msg, "uploading a batch of frames", err, __FILE__, __LINE__);
+  /* The whole batch's graph, or the kernels over these frames' samples. */
+  const uint32_t rows = n == p->batch || !p->partial_rows ? p->layout->n : n * p->one->n;
+  int rc = 0;
+  if (rows == p->layout->n) {
+    rc = enqueue_mlp(p, s, msg);
+  } else {
+    const pp_mlp_rows some = { 0, rows, NULL, NULL, 0 };
+    rc = pp_mlp_exec_run(p->exec, p->plan, &s->buf, &some, s->stream, msg);
+  }
+  if (rc < 0)
+    return rc;
+  err = mark(s, s->ev_mlp, s->stream);
+  const size_t results = (size_t) p->one->n * p->o;
+  s->staged_out = false;
+  for (unsigned i = 0; i < n && err == cudaSuccess; i++) {
+    const pp_job *f = &job->batch[i];
+    float *dst = f->output_pinned ? f->output : s->staging_out + i * results;
+    s->staged_out |= !f->output_pinned;
+    err = cudaMemcpyAsync(dst, s->buf.d_out + i * results, results * sizeof(float),
+                          cudaMemcpyDeviceToHost, s->stream);
+  }
+  if (err == cudaSuccess)
+    err = mark(s, s->ev_d2h, s->stream);
+  if (err != cudaSuccess)
+    return pp_cuda_fail(msg, "downloading a batch's results", err, __FILE__, __LINE__);
   return 0;
 }
 

@@ -14,9 +14,15 @@
 typedef struct {
   const pp_cuda_plan *plan;
   const pp_mlp_exec *exec;
-  const pp_frame_layout *layout;
+  const pp_frame_layout *layout;          /* what a slot holds: a batch's frames back to back */
   uint32_t o;                             /* results per sample */
   size_t chunk_offset[PP_MAX_CHUNKS + 1]; /* chunk j's first byte; the last: frame_bytes */
+  /* Batches: one frame's layout (the layout itself where jobs hold one),
+   * how many a slot holds, and whether a batch of fewer runs only their
+   * samples (the plan's GEMMs made for those rows too) or all. */
+  const pp_frame_layout *one;
+  unsigned batch;
+  bool partial_rows;
 } pp_frame_path;
 
 /* Whether frames of `layout` read by `x` split into `c` chunks of whole
@@ -32,6 +38,12 @@ void pp_frame_path_set_chunks(pp_frame_path *p, const pp_cuda_a *x);
  * raises its done signal with s->signal_seq. */
 int pp_frame_enqueue(const pp_frame_path *p, pp_cuda_slot *s, const void *src, const pp_job *job,
                      float *dst, char **msg);
+/* Enqueues a batch (job->n_batch frames, each from its host memory or
+ * device planes) on slot `s`, whole: each frame uploaded behind the one
+ * before, the MLP once over their samples, each result downloaded to its
+ * output, or (not pinned) to its place in the slot's staging, which sets
+ * s->staged_out. Stage events where s->timed. */
+int pp_frame_enqueue_batch(const pp_frame_path *p, pp_cuda_slot *s, const pp_job *job, char **msg);
 /* The stream a frame so enqueued ends on, for its completion. */
 cudaStream_t pp_frame_last_stream(const pp_frame_path *p, const pp_cuda_slot *s, const void *src);
 

@@ -81,6 +81,12 @@ int pp_mlp_exec_make_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, uns
  * whole frames and, with chunks, for a chunk's rows. Fails (for the caller
  * to tune instead) where an algorithm is missing or no longer valid. */
 int pp_mlp_exec_prepare(pp_mlp_exec *e, const pp_cuda_plan *plan, char **msg);
+/* For a layout of `frames` frames back to back (batches): `plan`'s GEMMs
+ * made for the samples of 1 .. frames - 1 of them too, with the plan's
+ * algorithms, so a batch of fewer runs only theirs. Fails where cuBLAS
+ * takes an algorithm for the whole batch but not for fewer rows. */
+int pp_mlp_exec_prepare_batches(pp_mlp_exec *e, const pp_cuda_plan *plan, unsigned frames,
+                                char **msg);
 /* What other plans made (candidates timed) freed: `plan`'s GEMMs and split
  * weights kept. */
 void pp_mlp_exec_keep_only(pp_mlp_exec *e, const pp_cuda_plan *plan);

@@ -45,6 +45,9 @@ struct pp_mlp_exec {
   bool tf32;      /* cuBLAS layers on TF32 tensor cores (precision=tf32) */
   pp_dtype dtype; /* the activations' type, and X's where it is converted */
   uint32_t ldh;   /* the activations' row stride, in elements */
+  /* Batches: one frame's samples; a plan's whole-frame algorithms serve
+   * any whole number of frames (0: whole frames only). */
+  uint32_t frame_rows;
 };
 
 /* The split path's columns a row, X's and its weights': `pieces` of W in

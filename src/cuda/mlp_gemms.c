@@ -167,7 +167,8 @@ planned_algo(const pp_mlp_exec *e, const pp_cuda_plan *plan, unsigned layer, uin
   const pp_layer_plan *l = &plan->layers[layer];
   if (plan->whole != PP_N_PATHS || layer >= plan->n_layers || !pp_cuda_path_tunes_gemm(l->path))
     return NULL;
-  if (rows == e->layout.n)
+  const bool frames = e->frame_rows && rows % e->frame_rows == 0 && rows < e->layout.n;
+  if (rows == e->layout.n || frames)
     return l->has_algo ? &l->algo : NULL;
   const bool chunk = plan->frames == PP_FRAMES_CHUNKS && rows == e->layout.n / plan->chunks;
   return chunk && l->has_chunk_algo ? &l->chunk_algo : NULL;
@@ -180,6 +181,26 @@ pp_mlp_exec_gemm_for(const pp_mlp_exec *e, const pp_cuda_plan *plan, unsigned la
   const pp_layer_plan *l = &plan->layers[layer];
   const made_gemm *m = algo ? find_gemm(e, layer, l->path, l->pieces, rows, algo) : NULL;
   return m ? m->gemm : NULL;
+}
+
+int
+pp_mlp_exec_prepare_batches(pp_mlp_exec *e, const pp_cuda_plan *plan, unsigned frames, char **msg)
+{
+  e->frame_rows = e->layout.n / frames;
+  for (unsigned i = 0; plan->whole == PP_N_PATHS && i < plan->n_layers; i++) {
+    const pp_layer_plan *l = &plan->layers[i];
+    if (!pp_cuda_path_tunes_gemm(l->path) || !l->has_algo)
+      continue;
+    for (unsigned f = 1; f < frames; f++) {
+      const int rc =
+          pp_mlp_exec_make_gemm(e, i, l->path, l->pieces, f * e->frame_rows, &l->algo, msg);
+      if (rc < 0) {
+        e->frame_rows = 0;
+        return rc;
+      }
+    }
+  }
+  return 0;
 }
 
 void

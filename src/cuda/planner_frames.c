@@ -58,7 +58,14 @@ time_frames(const pp_planner *p, const pp_cuda_plan *plan, double *us, char **ms
     pp_log(PP_LOG_DEBUG, "plan", "timing frames without graphs: %s", why);
     g_free(why);
   }
-  frame_run f = { p, { plan, p->exec, p->layout, p->weights->o, { 0 } } };
+  /* A batch is timed as one frame of all its samples. */
+  frame_run f = { p,
+                  { .plan = plan,
+                    .exec = p->exec,
+                    .layout = p->layout,
+                    .o = p->weights->o,
+                    .one = p->layout,
+                    .batch = 1 } };
   pp_frame_path_set_chunks(&f.path, &s->buf.x);
   s->timed = false;
   s->signal_seq = 0;

@@ -35,8 +35,9 @@ typedef struct {
   /* The frame in flight. */
   unsigned signal_seq; /* what its kernel writes to done_flag; 0: by its event */
   unsigned last_seq;
-  bool staged_out; /* its result waits in staging_out for finish */
-  bool timed;      /* its stage events are recorded */
+  bool staged_out;       /* its result waits in staging_out for finish */
+  unsigned batch_frames; /* frames of the batch in flight (0: one frame) */
+  bool timed;            /* its stage events are recorded */
   uint64_t frames;
 } pp_cuda_slot;
 

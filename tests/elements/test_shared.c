@@ -3,7 +3,10 @@
  * one backend (stats' streams), each stream's results its own (against an
  * independent float64 reference), in its order with its timestamps, while
  * the streams' frames interleave; an element with another model runs on a
- * backend of its own; a stream that stops leaves the others running.
+ * backend of its own; a stream that stops leaves the others running. The
+ * same with max-batch=4 (several streams' frames in one job), and on the
+ * GPU with plans whose layers run on cuBLAS (batches of fewer frames on
+ * GEMMs made for their rows) and split.
  *
  * On the CPU backend in the elements suite; with PP_TEST_BACKEND=cuda in
  * the GPU suite. */
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
+#include <string.h>
 
 #include "model.h"
 #include "mlpharness.h"
@@ -27,13 +31,20 @@ enum { K = 96, N = 20, STREAMS = 5, FRAMES = 24 };
   "other/tensors,format=static,num_tensors=1,types=float32,dimensions=(string)96:20:1:1,"          \
   "framerate=30/1"
 
+/* How the streams run: frames a job, and a plan (NULL: tuned). */
+typedef struct {
+  guint max_batch;
+  const char *plan;
+} sharing;
+
 static GstHarness *
-shared_harness(guint hidden)
+shared_harness(guint hidden, const sharing *how)
 {
   GstElement *e = gst_element_factory_make("cudamlp", NULL);
   assert_non_null(e);
   gst_util_set_object_arg(G_OBJECT(e), "backend", backend_name);
-  g_object_set(e, "shared", TRUE, "slots", 2, "hidden-size", hidden, "outputs", 3, NULL);
+  g_object_set(e, "shared", TRUE, "slots", 2, "hidden-size", hidden, "outputs", 3, "max-batch",
+               how->max_batch, "plan", how->plan, NULL);
   GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
   gst_object_unref(e);
   gst_harness_set_src_caps_str(h, CAPS);
@@ -75,17 +86,17 @@ pull_frame(GstHarness *h, const pp_model *model, const float *x, int stream, int
  * pulling, so every slot holds another stream's frame; a sixth with
  * another model on its own; the first stream stopped halfway. */
 static void
-test_streams_share_one_backend(void **state)
+streams_share_one_backend(const sharing *how)
 {
-  (void) state;
   test_rng rng;
   test_rng_seed(&rng, seed);
-  GstHarness *h[STREAMS], *other = shared_harness(40);
+  print_message("max-batch=%u plan=%s\n", how->max_batch, how->plan ? how->plan : "tuned");
+  GstHarness *h[STREAMS], *other = shared_harness(40, how);
   pp_model *model = NULL, *other_model = NULL;
   assert_int_equal(pp_model_generate(K, 48, 3, PP_HIDDEN_AUTO, &model), 0);
   assert_int_equal(pp_model_generate(K, 40, 3, PP_HIDDEN_AUTO, &other_model), 0);
   for (int s = 0; s < STREAMS; s++)
-    h[s] = shared_harness(48);
+    h[s] = shared_harness(48, how);
   static float xs[STREAMS + 1][FRAMES][N * K];
   for (int s = 0; s <= STREAMS; s++)
     for (int i = 0; i < FRAMES; i++)
@@ -115,11 +126,33 @@ test_streams_share_one_backend(void **state)
       assert_int_equal(stat_uint(h[1], "streams"), STREAMS - 1);
     }
   }
+  /* Jobs of up to max-batch frames (20 samples a frame stack). */
+  GstStructure *stats;
+  gdouble mean = 0;
+  g_object_get(h[1]->element, "stats", &stats, NULL);
+  assert_true(gst_structure_get_double(stats, "batch-mean", &mean));
+  const gchar *detail = gst_structure_get_string(stats, "detail");
+  print_message("frames a job: %.2f (%s)\n", mean, detail);
+  assert_true(mean >= 1.0 && mean <= how->max_batch);
+  assert_true((how->max_batch > 1) == (strstr(detail, "batches of up to") != NULL));
+  gst_structure_free(stats);
   for (int s = 1; s < STREAMS; s++)
     gst_harness_teardown(h[s]);
   gst_harness_teardown(other);
   pp_model_free(model);
   pp_model_free(other_model);
+}
+
+static void
+test_streams_share_one_backend(void **state)
+{
+  (void) state;
+  const sharing runs[] = {
+    { 1, NULL }, { 4, NULL }, { 4, "kernels=cublas+rowdot" }, { 3, "kernels=split:2+cublas" }
+  };
+  const bool gpu = g_str_equal(backend_name, "cuda");
+  for (size_t i = 0; i < (gpu ? G_N_ELEMENTS(runs) : 2); i++)
+    streams_share_one_backend(&runs[i]);
 }
 
 /* Not shared: the element's own backend, one stream. */

@@ -157,7 +157,9 @@ setup_run(run *r, const shape *s, const char *path, const char *extra, pp_comple
   r->backend = b;
   r->engine = pp_engine_new(b, NULL, NULL);
   /* Quick (compute-sanitizer): each choice the plan leaves open timed once. */
-  const pp_plan_request request = { g_strstrip(line)[0] ? line : NULL, NULL, quick, no_graphs };
+  const pp_plan_request request = { .forced = g_strstrip(line)[0] ? line : NULL,
+                                    .quick = quick,
+                                    .no_graphs = no_graphs };
   if (pp_engine_configure(r->engine, r->model, &r->layout, slots, &request, &msg) < 0)
     fail_msg("%s [%s]: %s", s->name, line, msg);
 

@@ -49,7 +49,7 @@ expect_configure_error(const pp_frame_layout *layout, const char *forced, const 
   pp_backend *b = NULL;
   assert_int_equal(pp_backend_cuda_new(&opts, &b, &msg), 0);
   pp_engine *engine = pp_engine_new(b, NULL, NULL);
-  const pp_plan_request request = { forced, NULL, quick, false };
+  const pp_plan_request request = { .forced = forced, .quick = quick };
   assert_int_equal(pp_engine_configure(engine, model, layout, 2, &request, &msg), -EINVAL);
   if (!strstr(msg, expected))
     fail_msg("configure said '%s', not '%s'", msg, expected);
@@ -268,14 +268,14 @@ test_plan_lines(void **state)
                   info.startup.plan_ms, info.startup.graphs_ms);
     char *msg = NULL;
     /* Forced from its own line: the same plan. */
-    const pp_plan_request forced = { tuned, NULL, false, false };
+    const pp_plan_request forced = { .forced = tuned };
     if (pp_engine_configure(r.engine, r.model, &r.layout, 2, &forced, &msg) < 0)
       fail_msg("%s: forcing %s: %s", s->name, tuned, msg);
     assert_true(pp_engine_plan_info(r.engine, &info));
     assert_string_equal(info.line, tuned);
     assert_int_equal(info.source, PP_PLAN_FORCED);
     /* Cached: used as it is, the plan step a check. */
-    const pp_plan_request cached = { NULL, tuned, false, false };
+    const pp_plan_request cached = { .cached = tuned };
     assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &cached, &msg), 0);
     assert_true(pp_engine_plan_info(r.engine, &info));
     assert_int_equal(info.source, PP_PLAN_CACHED);
@@ -292,7 +292,7 @@ test_plan_lines(void **state)
   assert_true(pp_engine_plan_info(r.engine, &info));
   g_autofree char *stale = g_strdup_printf("%s gemm0=id100000", info.line);
   char *msg = NULL;
-  const pp_plan_request cached = { NULL, stale, false, false };
+  const pp_plan_request cached = { .cached = stale };
   assert_int_equal(pp_engine_configure(r.engine, r.model, &r.layout, 2, &cached, &msg), 0);
   assert_true(pp_engine_plan_info(r.engine, &info));
   assert_int_equal(info.source, PP_PLAN_TUNED);
