@@ -12,7 +12,12 @@
  * completion thread (completion=event-thread) and go to the lane whose
  * frame it was. A frame whose result the backend still holds (a staged
  * copy, sampled stage times) is finished by the next lane that needs the
- * slot, so a stream whose consumer is slow never holds the others back. */
+ * slot, so a stream whose consumer is slow never holds the others back.
+ *
+ * With max-batch (and frames that stack), a slot's job holds up to a batch
+ * of frames of any lanes instead: frames queue in the order submitted and
+ * run as slots come free, by a lane that finds one free or by the
+ * backend's one former thread (shared_batches.c). */
 #ifndef PP_BACKEND_SHARED_H
 #define PP_BACKEND_SHARED_H
 
