@@ -8,38 +8,12 @@
 
 #include "shared_priv.h"
 
+/* A failed frame is never finished (the engine skips it): its slot is free
+ * now, as is one whose result the backend no longer holds. */
 static void
 on_shared_complete(void *data, unsigned index, int status, const char *message, bool slot_free)
 {
-  shared *sh = data;
-  g_mutex_lock(&sh->lock);
-  shared_slot *s = &sh->slots[index];
-  const unsigned n = s->n_members;
-  shared_member members[PP_MAX_BATCH];
-  memcpy(members, s->members, n * sizeof *members);
-  /* A failed frame is never finished (the engine skips it): its slot is
-   * free now, as is one whose result the backend no longer holds. */
-  const bool free_now = slot_free || status < 0;
-  if (free_now) {
-    for (unsigned i = 0; i < n; i++)
-      members[i].owner->held[members[i].lane_slot] = -1;
-    pp_shared_release_locked(sh, (int) index);
-  } else {
-    s->unfinished = true;
-    pp_shared_wake_first_locked(sh);
-    if (sh->former)
-      g_cond_signal(&sh->former_wake);
-  }
-  g_mutex_unlock(&sh->lock);
-  for (unsigned i = 0; i < n; i++) {
-    lane *l = members[i].owner;
-    l->base.complete(l->base.complete_data, members[i].lane_slot, status, message, free_now);
-  }
-  g_mutex_lock(&sh->lock);
-  for (unsigned i = 0; i < n; i++)
-    members[i].owner->in_flight--;
-  g_cond_broadcast(&sh->changed);
-  g_mutex_unlock(&sh->lock);
+  pp_shared_complete_members(data, index, NULL, status, message, slot_free || status < 0);
 }
 
 static int

@@ -73,32 +73,6 @@ fill_locked(shared *sh, int index)
   s->job = (pp_job){ .batch = s->frames, .n_batch = n };
 }
 
-/* Tells every member but `except` (NULL: every one) that their batch was
- * refused, and frees the slot. Lock not held. */
-static void
-refuse(shared *sh, int index, const lane *except, int rc, const char *msg)
-{
-  g_mutex_lock(&sh->lock);
-  shared_slot *s = &sh->slots[index];
-  const unsigned n = s->n_members;
-  shared_member members[PP_MAX_BATCH];
-  memcpy(members, s->members, n * sizeof *members);
-  for (unsigned i = 0; i < n; i++)
-    members[i].owner->held[members[i].lane_slot] = -1;
-  pp_shared_release_locked(sh, index);
-  g_mutex_unlock(&sh->lock);
-  for (unsigned i = 0; i < n; i++) {
-    lane *l = members[i].owner;
-    if (l != except)
-      l->base.complete(l->base.complete_data, members[i].lane_slot, rc, msg, true);
-  }
-  g_mutex_lock(&sh->lock);
-  for (unsigned i = 0; i < n; i++)
-    members[i].owner->in_flight--;
-  g_cond_broadcast(&sh->changed);
-  g_mutex_unlock(&sh->lock);
-}
-
 /* Whether slot `index`'s batch holds the lane's frame in lane slot `ls`.
  * Lock held. */
 static bool
@@ -149,7 +123,7 @@ pp_shared_batch_submit(lane *l, unsigned slot, const pp_job *job, char **msg)
   /* Refused: nothing of it runs. The caller hears of its own frame from
    * the return (the engine takes it back), the others by completion. */
   char *text = g_strdup(*msg);
-  refuse(sh, index, mine ? l : NULL, rc, text);
+  pp_shared_complete_members(sh, (unsigned) index, mine ? l : NULL, rc, text, true);
   g_free(text);
   if (!mine) {
     g_clear_pointer(msg, g_free);
@@ -186,7 +160,7 @@ former_main(gpointer data)
     char *msg = NULL;
     const int rc = pp_shared_call_submit(sh, (unsigned) index, &msg);
     if (rc < 0)
-      refuse(sh, index, NULL, rc, msg);
+      pp_shared_complete_members(sh, (unsigned) index, NULL, rc, msg, true);
     g_free(msg);
     g_mutex_lock(&sh->lock);
   }

@@ -124,6 +124,11 @@ shared_slot *pp_shared_unfinished_locked(shared *sh);
  * it returned for each member's own finish and frees the slot. Drops the
  * lock while it calls the backend. */
 void pp_shared_finish_early_locked(shared *sh, shared_slot *s);
+/* Slot `index`'s job ended: each member's lane but `except` (NULL: none)
+ * is told, after the slot is freed where `free_now`, else kept for finish.
+ * Lock not held. */
+void pp_shared_complete_members(shared *sh, unsigned index, const lane *except, int status,
+                                const char *message, bool free_now);
 /* Calls the backend's submit for slot `index`'s job (under call_lock),
  * counting staged and device inputs for the lanes whose frames they were. */
 int pp_shared_call_submit(shared *sh, unsigned index, char **msg);

@@ -3,6 +3,7 @@
  * one to the first waiter, and finishing a slot's results for lanes that
  * have not popped them yet. */
 #include <glib.h>
+#include <string.h>
 
 #include "shared_priv.h"
 
@@ -117,4 +118,36 @@ pp_shared_call_submit(shared *sh, unsigned index, char **msg)
   }
   g_mutex_unlock(&sh->call_lock);
   return rc;
+}
+
+void
+pp_shared_complete_members(shared *sh, unsigned index, const lane *except, int status,
+                           const char *message, bool free_now)
+{
+  g_mutex_lock(&sh->lock);
+  shared_slot *s = &sh->slots[index];
+  const unsigned n = s->n_members;
+  shared_member members[PP_MAX_BATCH];
+  memcpy(members, s->members, n * sizeof *members);
+  if (free_now) {
+    for (unsigned i = 0; i < n; i++)
+      members[i].owner->held[members[i].lane_slot] = -1;
+    pp_shared_release_locked(sh, (int) index);
+  } else {
+    s->unfinished = true;
+    pp_shared_wake_first_locked(sh);
+    if (sh->former)
+      g_cond_signal(&sh->former_wake);
+  }
+  g_mutex_unlock(&sh->lock);
+  for (unsigned i = 0; i < n; i++) {
+    lane *l = members[i].owner;
+    if (l != except)
+      l->base.complete(l->base.complete_data, members[i].lane_slot, status, message, free_now);
+  }
+  g_mutex_lock(&sh->lock);
+  for (unsigned i = 0; i < n; i++)
+    members[i].owner->in_flight--;
+  g_cond_broadcast(&sh->changed);
+  g_mutex_unlock(&sh->lock);
 }
