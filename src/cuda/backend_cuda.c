@@ -241,10 +241,14 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
   }
   if (rc == 0)
     pp_mlp_exec_keep_only(b->exec, &b->plan);
-  /* The slots keep only the scratch the plan uses. */
+  /* The slots keep only the scratch and workspace the plan uses. */
   const size_t scratch = pp_mlp_exec_scratch_bytes(b->exec, &b->plan);
-  for (unsigned i = 0; i < b->n_slots && rc == 0; i++)
+  const bool workspace = pp_cuda_plan_uses_cublas(&b->plan);
+  for (unsigned i = 0; i < b->n_slots && rc == 0; i++) {
     rc = pp_cuda_slot_fit_scratch(&b->slots[i], scratch, msg);
+    if (rc == 0)
+      rc = pp_cuda_slot_fit_workspace(&b->slots[i], workspace, msg);
+  }
   return rc;
 }
 

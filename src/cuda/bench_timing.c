@@ -128,8 +128,11 @@ cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsi
                          .pieces = pieces,
                          .completion = parts.plan->completion };
   (void) reps;
-  /* Slot 0 with the scratch any path needs while they are timed. */
+  /* Slot 0 with the scratch and workspace any path needs while they are
+   * timed. */
   rc = pp_cuda_slot_fit_scratch(parts.slot, pp_mlp_exec_scratch_bytes(parts.exec, NULL), msg);
+  if (rc == 0)
+    rc = pp_cuda_slot_fit_workspace(parts.slot, true, msg);
   for (int path = 0; path < PP_N_PATHS && rc == 0 && *n < max; path++) {
     double us;
     char *why = NULL;
@@ -147,6 +150,8 @@ cuda_bench_time_paths(pp_backend *b, unsigned reps, pp_cuda_path_time *out, unsi
   if (rc == 0)
     rc = pp_cuda_slot_fit_scratch(parts.slot, pp_mlp_exec_scratch_bytes(parts.exec, parts.plan),
                                   msg);
+  if (rc == 0)
+    rc = pp_cuda_slot_fit_workspace(parts.slot, pp_cuda_plan_uses_cublas(parts.plan), msg);
   char *why = NULL;
   if (rc == 0 &&
       pp_cuda_slot_capture(parts.slot, parts.exec, parts.plan, parts.layout->n, &why) < 0)

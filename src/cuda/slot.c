@@ -70,10 +70,17 @@ pp_cuda_slot_fit_scratch(pp_cuda_slot *s, size_t bytes, char **msg)
 }
 
 int
-pp_cuda_slot_add_workspace(pp_cuda_slot *s, char **msg)
+pp_cuda_slot_fit_workspace(pp_cuda_slot *s, bool want, char **msg)
 {
-  if (!s->buf.workspace)
+  if (want == (s->buf.workspace != NULL))
+    return 0;
+  if (want) {
     CUDA_CHECK(cudaMalloc(&s->buf.workspace, PP_LT_WORKSPACE_BYTES));
+    return 0;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s->stream));
+  cudaFree(s->buf.workspace);
+  s->buf.workspace = NULL;
   return 0;
 }
 

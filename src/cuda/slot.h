@@ -51,8 +51,10 @@ int pp_cuda_slot_alloc(pp_cuda_slot *s, unsigned index, const pp_mlp_exec *e,
  * converted for cuBLAS or split into TF32 pieces needs up to three floats
  * an input, most plans none. */
 int pp_cuda_slot_fit_scratch(pp_cuda_slot *s, size_t bytes, char **msg);
-/* Adds cuBLASLt's workspace to a slot made without it. */
-int pp_cuda_slot_add_workspace(pp_cuda_slot *s, char **msg);
+/* cuBLASLt's workspace where `want` (a plan runs a layer on cuBLAS),
+ * freed where not: 32 MiB a slot that most small models' plans never
+ * touch once tuning is done. */
+int pp_cuda_slot_fit_workspace(pp_cuda_slot *s, bool want, char **msg);
 void pp_cuda_slot_free(pp_cuda_slot *s);
 
 /* The slot's graphs for `plan` (over frames of `n` samples), replacing any

@@ -311,10 +311,13 @@ static void
 test_paths_timed_beside_a_plan(void **state)
 {
   (void) state;
-  static const char *const extras[] = { "frames=whole", "frames=chunks:5" };
+  /* The own kernels' plan keeps no cuBLAS workspace: timing cuBLAS beside
+   * it lends slot 0 one. */
+  static const char *const paths[] = { "cublas", "cublas", "own" };
+  static const char *const extras[] = { "frames=whole", "frames=chunks:5", "frames=whole" };
   for (size_t c = 0; c < G_N_ELEMENTS(extras); c++) {
     run r;
-    setup_run(&r, &shapes[0], "cublas", extras[c], PP_COMPLETION_CONSUMER, true, 2);
+    setup_run(&r, &shapes[0], paths[c], extras[c], PP_COMPLETION_CONSUMER, true, 2);
     run_two_in_flight(&r, "before the paths were timed");
     const size_t count = (size_t) r.layout.n * r.s->o;
     float *before[FRAMES];
