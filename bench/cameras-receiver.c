@@ -13,6 +13,9 @@
  *   cameras=N frames=F expected=E complete=C latency-p50-us=… p99-us=… max-us=…
  *   worst-camera-frames=W repeats=R
  *
+ * and, with cudamlp in the tail, the plan the first one ran and how
+ * (`plan: …`), so a row of the bench's table says what it measured.
+ *
  * A frame that reaches the sink again with the timestamp of the one before
  * is not counted as a frame but as a repeat.
  *
@@ -110,6 +113,33 @@ probe(GstElement *pipeline, const char *name, const char *pad_name, GstPadProbeC
   gst_object_unref(e);
 }
 
+/* The first cudamlp's plan and detail, if one made a plan. */
+static void
+print_plan(GstElement *pipeline)
+{
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
+  GValue item = G_VALUE_INIT;
+  gboolean found = FALSE;
+  while (!found && gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object(&item);
+    GstElementFactory *f = gst_element_get_factory(e);
+    if (f && g_str_equal(GST_OBJECT_NAME(f), "cudamlp")) {
+      GstStructure *stats = NULL;
+      g_object_get(e, "stats", &stats, NULL);
+      const gchar *plan = stats ? gst_structure_get_string(stats, "plan") : NULL;
+      const gchar *detail = stats ? gst_structure_get_string(stats, "detail") : NULL;
+      if (plan && *plan)
+        printf("plan: %s (%s)\n", plan, detail ? detail : "");
+      if (stats)
+        gst_structure_free(stats);
+      found = TRUE;
+    }
+    g_value_reset(&item);
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -172,6 +202,7 @@ main(int argc, char **argv)
     gst_message_unref(msg);
     status = 1;
   }
+  print_plan(pipeline);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   GArray *all = g_array_new(FALSE, FALSE, sizeof(double));
   guint64 frames = 0, worst = G_MAXUINT64, repeats = 0;
