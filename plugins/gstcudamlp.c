@@ -94,6 +94,11 @@ gst_cuda_mlp_start(GstCudaMlp *self)
     options.precision = pp_precision_for_stored(gst_cuda_mlp_model_stored(self));
   pp_backend *backend = NULL;
   gchar *msg = NULL, *note = NULL;
+  if (!shared && options.max_batch > 1)
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("max-batch=%u does nothing without shared=true: frames run one at a time.",
+                         options.max_batch),
+                        ("batches are of the frames of the streams sharing one backend"));
   /* A shared backend reports through its own completion thread. */
   if (shared)
     options.completion = PP_COMPLETION_EVENT_THREAD;

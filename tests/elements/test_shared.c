@@ -167,6 +167,28 @@ test_default_is_own_backend(void **state)
   gst_object_unref(e);
 }
 
+/* max-batch without shared=true: said at start, and frames run one at a
+ * time; with shared=true, nothing said. */
+static void
+test_max_batch_without_shared_warns(void **state)
+{
+  (void) state;
+  for (int shared = 0; shared < 2; shared++) {
+    GstElement *e = test_make_mlp(backend_name, "max-batch", 4, "shared", shared, NULL);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(e, bus);
+    assert_int_not_equal(gst_element_set_state(e, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    g_autofree gchar *text = test_bus_text(bus, GST_MESSAGE_WARNING);
+    const bool said = text && strstr(text, "max-batch=4 does nothing without shared=true");
+    if (said == (bool) shared)
+      fail_msg("shared=%d: warnings \"%s\"", shared, text ? text : "");
+    gst_element_set_state(e, GST_STATE_NULL);
+    gst_bus_set_flushing(bus, TRUE);
+    gst_object_unref(e);
+    gst_object_unref(bus);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -177,6 +199,7 @@ main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_streams_share_one_backend),
     cmocka_unit_test(test_default_is_own_backend),
+    cmocka_unit_test(test_max_batch_without_shared_warns),
   };
   return test_gst_run(tests, NULL);
 }
