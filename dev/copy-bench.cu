@@ -39,6 +39,17 @@ median(std::vector<double> v)
   return v[v.size() / 2];
 }
 
+/* µs since `start`, once what stream 0 holds now is done. */
+static double
+elapsed_us(void)
+{
+  CHECK(cudaEventRecord(stop, streams[0]));
+  CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ms * 1e3;
+}
+
 /* µs of `copies` uploads of `bytes` each spread over `n` streams, from
  * start on stream 0 to every stream done; copy c from src[c % 8]. */
 static double
@@ -56,12 +67,9 @@ time_from(void *dev, char *const *src, size_t bytes, int copies, int n)
       CHECK(cudaEventRecord(joined[s], streams[s]));
       CHECK(cudaStreamWaitEvent(streams[0], joined[s], 0));
     }
-    CHECK(cudaEventRecord(stop, streams[0]));
-    CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    const double us = elapsed_us();
     if (r >= 0)
-      runs.push_back(ms * 1e3);
+      runs.push_back(us);
   }
   return median(runs);
 }
@@ -142,12 +150,9 @@ measure(const char *kind, char *host, void *dev, int sms)
       CHECK(cudaEventRecord(start, streams[0]));
       read_over_bus<<<blocks, 256, 0, streams[0]>>>(static_cast<const uint4 *>(mapped),
                                                     static_cast<uint4 *>(dev), FRAME / 16);
-      CHECK(cudaEventRecord(stop, streams[0]));
-      CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      const double us = elapsed_us();
       if (r >= 0)
-        t.push_back(ms * 1e3);
+        t.push_back(us);
     }
     printf("\n  1 MiB read over the bus by a kernel of %d blocks: %.1f µs", blocks, median(t));
     t.clear();

@@ -118,16 +118,6 @@ lane_finish(pp_backend *base, unsigned slot, const pp_job *job, pp_stage_times *
   }
 }
 
-/* Whether the slot holds a frame of the lane's. */
-static bool
-holds(const shared_slot *s, const lane *l)
-{
-  for (unsigned i = 0; i < s->n_members; i++)
-    if (s->members[i].owner == l)
-      return true;
-  return false;
-}
-
 /* Waits until every frame the lane submitted has been reported, then
  * lets go of the results it still held: the engine discards them. */
 static int
@@ -140,7 +130,7 @@ lane_sync(pp_backend *base)
     bool busy = l->in_flight > 0;
     for (unsigned i = 0; i < PP_MAX_SLOTS && !busy; i++) {
       shared_slot *s = &sh->slots[i];
-      if (!holds(s, l))
+      if (!pp_shared_holds(s, l, -1))
         continue;
       if (s->finishing)
         busy = true;

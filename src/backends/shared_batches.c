@@ -73,18 +73,6 @@ fill_locked(shared *sh, int index)
   s->job = (pp_job){ .batch = s->frames, .n_batch = n };
 }
 
-/* Whether slot `index`'s batch holds the lane's frame in lane slot `ls`.
- * Lock held. */
-static bool
-holds_frame_locked(const shared *sh, int index, const lane *l, unsigned ls)
-{
-  const shared_slot *s = &sh->slots[index];
-  for (unsigned i = 0; i < s->n_members; i++)
-    if (s->members[i].owner == l && s->members[i].lane_slot == ls)
-      return true;
-  return false;
-}
-
 int
 pp_shared_batch_submit(lane *l, unsigned slot, const pp_job *job, char **msg)
 {
@@ -115,7 +103,7 @@ pp_shared_batch_submit(lane *l, unsigned slot, const pp_job *job, char **msg)
     return 0;
   }
   fill_locked(sh, index);
-  const bool mine = holds_frame_locked(sh, index, l, slot);
+  const bool mine = pp_shared_holds(&sh->slots[index], l, (int) slot);
   g_mutex_unlock(&sh->lock);
   const int rc = pp_shared_call_submit(sh, (unsigned) index, msg);
   if (rc == 0)

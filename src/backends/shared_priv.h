@@ -112,6 +112,9 @@ struct lane {
 int pp_shared_take_slot_locked(shared *sh);
 /* Slot `index` takes one frame of the lane's. */
 void pp_shared_assign_locked(shared *sh, int index, lane *l, unsigned lane_slot, const pp_job *job);
+/* Whether the slot's job holds a frame of the lane's: the one of
+ * `lane_slot`, or (-1) any. */
+bool pp_shared_holds(const shared_slot *s, const lane *l, int lane_slot);
 /* Slot `index` is free: to the first waiter, if any (the batch former
  * hears of it too). */
 void pp_shared_release_locked(shared *sh, int index);

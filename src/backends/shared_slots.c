@@ -29,6 +29,16 @@ pp_shared_assign_locked(shared *sh, int index, lane *l, unsigned lane_slot, cons
   sh->frames++;
 }
 
+bool
+pp_shared_holds(const shared_slot *s, const lane *l, int lane_slot)
+{
+  for (unsigned i = 0; i < s->n_members; i++)
+    if (s->members[i].owner == l &&
+        (lane_slot < 0 || s->members[i].lane_slot == (unsigned) lane_slot))
+      return true;
+  return false;
+}
+
 void
 pp_shared_release_locked(shared *sh, int index)
 {

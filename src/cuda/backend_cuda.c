@@ -43,6 +43,7 @@ struct cuda_backend {
   pp_frame_layout one;    /* a frame's layout */
   pp_frame_layout layout; /* a slot's: `batch` frames back to back */
   unsigned batch;
+  bool partial_rows; /* a batch of fewer frames runs only their samples */
   pp_mlp_exec *exec;
   pp_cuda_plan plan;
   pp_frame_path path;
@@ -231,10 +232,11 @@ configure_plan(cuda_backend *b, unsigned n_slots, const pp_plan_request *req, ch
   }
   /* A batch of fewer frames runs only their samples where the plan's
    * GEMMs take those rows too; else all of the slot's. */
+  b->partial_rows = false;
   if (rc == 0 && b->batch > 1) {
     char *why = NULL;
-    b->path.partial_rows = pp_mlp_exec_prepare_batches(b->exec, &b->plan, b->batch, &why) == 0;
-    if (!b->path.partial_rows)
+    b->partial_rows = pp_mlp_exec_prepare_batches(b->exec, &b->plan, b->batch, &why) == 0;
+    if (!b->partial_rows)
       pp_log(PP_LOG_INFO, "cuda", "batches of fewer than %u frames run all of theirs: %s", b->batch,
              why);
     g_free(why);
@@ -286,14 +288,13 @@ cuda_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *l
   t0 = pp_now_ns();
   capture_graphs(b);
   b->startup.graphs_ms = ms_since(t0);
-  const bool partial_rows = b->path.partial_rows;
   b->path = (pp_frame_path){ .plan = &b->plan,
                              .exec = b->exec,
                              .layout = &b->layout,
                              .o = b->weights.o,
                              .one = &b->one,
                              .batch = b->batch,
-                             .partial_rows = partial_rows };
+                             .partial_rows = b->partial_rows };
   pp_frame_path_set_chunks(&b->path, &b->slots[0].buf.x);
   if (b->time_every_frame && (rc = pp_gpu_anchor_set(&b->anchor, b->device.setup, msg)) < 0) {
     free_configuration(b);
