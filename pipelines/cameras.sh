@@ -28,11 +28,12 @@
 # jitterbuffer's), DURATION=s (unset: until Ctrl-C; either ends every
 # stream with EOS), RETRY=s (2), PRINT=1 prints the pipeline as a
 # gst-launch line instead of running it (gst-launch would end every camera
-# at the first one's error).
+# at the first one's error), PP_GST_PYTHON (the python that has GStreamer's
+# bindings; /usr/bin/python3).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 [ $# = 1 ] || { echo "usage: pipelines/cameras.sh CAMERAS.txt" >&2; exit 2; }
 # One pipeline for every camera, and a source that fails tried again while
 # the others go on: a GStreamer application (cameras.py), not gst-launch,
 # which would end them all at the first error.
-exec /usr/bin/python3 "$(dirname "$0")/cameras.py" "$1"
+exec "$PP_GST_PYTHON" "$(dirname "$0")/cameras.py" "$1"

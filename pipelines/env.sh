@@ -6,11 +6,14 @@ PP_BUILD=${PP_BUILD:-$here/../build}
 if [ -z "${GST_PLUGIN_PATH:-}" ] && [ -d "$PP_BUILD/plugins" ]; then
   export GST_PLUGIN_PATH=$PP_BUILD/plugins
 fi
+# The python with GStreamer's bindings: Debian's, where a virtual
+# environment's python3 may lack them (PP_GST_PYTHON names another).
+PP_GST_PYTHON=${PP_GST_PYTHON:-/usr/bin/python3}
 # Print cudamlp's stats message (posted at EOS) from gst-launch -m output,
 # one field a line ("frames: 300"), nested structures (each device's
 # figures, the start-up's) indented, as GStreamer itself parses them.
 pp_print_stats() {
-  grep -o 'application/x-cudamlp-stats.*' | /usr/bin/python3 -c '
+  grep -o 'application/x-cudamlp-stats.*' | "$PP_GST_PYTHON" -c '
 import sys
 import warnings
 import gi
