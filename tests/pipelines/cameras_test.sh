@@ -16,24 +16,30 @@
 # tries again until gate is back, and gate's frames after the gap are
 # scored, the gap counted as missing. (The per-camera count lines cameras.sh prints at the end
 # are scorepublish's summaries, which publish_test.py checks.)
+# PP_TEST_BACKEND=cuda runs the same with nvh264dec and the CUDA backend
+# (the GPU suite), the frames reaching cudamlp in CUDA memory.
 set -euo pipefail
-for e in x264enc rtph264pay avdec_h264 rtspsrc; do
+backend=${PP_TEST_BACKEND:-cpu}
+decoder=avdec_h264
+[ "$backend" = cpu ] || decoder=nvh264dec
+py=${PP_GST_PYTHON:-/usr/bin/python3}
+for e in x264enc rtph264pay "$decoder" rtspsrc; do
   gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "no $e here"; exit 77; }
 done
 command -v mosquitto > /dev/null && command -v mosquitto_sub > /dev/null ||
   { echo "no mosquitto here"; exit 77; }
-/usr/bin/python3 -c 'import gi; gi.require_version("GstRtspServer", "1.0")' 2> /dev/null ||
+"$py" -c 'import gi; gi.require_version("GstRtspServer", "1.0")' 2> /dev/null ||
   { echo "no gst-rtsp-server bindings here (gir1.2-gst-rtsp-server-1.0)"; exit 77; }
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$work"' EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { "$py" -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 broker_port=$(free_port SOCK_STREAM) door=$(free_port SOCK_DGRAM) yard=$(free_port SOCK_DGRAM)
 rtsp=$(free_port SOCK_STREAM)
 printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://127.0.0.1:%s/cam\n' "$door" "$yard" "$rtsp" \
   > "$work/cameras.txt"
-/usr/bin/python3 "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp.log" 2>&1 & pids=($!)
+"$py" "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp.log" 2>&1 & pids=($!)
 
 mosquitto -p "$broker_port" > "$work/broker.log" 2>&1 & pids+=($!)
 sleep 0.5
@@ -50,9 +56,9 @@ send() { # port frames drop-probability
   > "$work/senders.log" 2>&1 & pids+=($!)
 rtsp_pid=${pids[0]}
 (sleep 3.5; kill "$rtsp_pid"; sleep 1.5
-  exec /usr/bin/python3 "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp2.log" 2>&1) & pids+=($!)
+  exec "$py" "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp2.log" 2>&1) & pids+=($!)
 status=0
-BACKEND=cpu DURATION=9 BROKER=127.0.0.1:$broker_port OUT_DIR="$work/scores" \
+BACKEND=$backend DECODER=$decoder DURATION=9 BROKER=127.0.0.1:$broker_port OUT_DIR="$work/scores" \
   "$here/../../pipelines/cameras.sh" "$work/cameras.txt" > "$work/summary.txt" 2> "$work/stderr.txt" ||
   status=$?
 cat "$work/summary.txt" "$work/stderr.txt"
