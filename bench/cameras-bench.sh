@@ -7,12 +7,17 @@
 # cameras that were not switched on together send them), one receiver process (pp-cameras-receiver) decoding every
 # camera with nvh264dec and then, per TAILS entry, nothing (the decoders
 # alone), cudamlp with hd's model on a backend shared by all the cameras,
-# or one cudamlp backend per camera. Per N and tail one line: frames that
+# or one cudamlp backend per camera, or the shared backend with each
+# camera's scores published to a mosquitto broker started here
+# (*published*: scorepublish, QoS 1). Per N and tail one line: frames that
 # reached the sink of all sent (and cameras that got every frame), and the
 # time from the decoder's output to the sink, p50/p99/max over every frame.
+# For *published*, a second table: the messages a subscriber got, and each
+# frame's time from its last packet out of the receiver's socket to its
+# message at the subscriber (bench/broker-latency.py).
 #
 #   bench/cameras-bench.sh CLIP.mp4 FRAMES "32 96 192"
-#   TAILS="decoder shared own" (default), LATENCY=100 (ms, the jitterbuffer's),
+#   TAILS="decoder shared own" (default; or published), LATENCY=100 (ms, the jitterbuffer's),
 #   DECODER=nvh264dec, BACKEND=cuda (avdec_h264 and cpu try it without a GPU),
 #   MLP_ARGS="slots=4" (more of cudamlp's properties)
 #
@@ -31,18 +36,30 @@ TAILS=${TAILS:-decoder shared own}
 LATENCY=${LATENCY:-100}
 DECODER=${DECODER:-nvh264dec}
 mlp="cudamlp backend=${BACKEND:-cuda} mapping=patches patch-size=8 hidden-size=256 ${MLP_ARGS:-}"
-declare -A tails=([decoder]="" [shared]="$mlp shared=true" [own]="$mlp shared=false")
+broker_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+declare -A tails=([decoder]="" [shared]="$mlp shared=true" [own]="$mlp shared=false"
+  [published]="$mlp shared=true")
 # The clip's length, and time for the receiver to start and drain.
 duration=$((frames / 30 + 8))
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$out"' EXIT
+published=()
 echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms; $mlp"
 echo "| cameras | after the decoder | frames at the sink | of sent | cameras complete | decoder → sink p50 µs | p99 µs | max µs | fewest frames of a camera | repeated frames | receiver ready after ms |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $counts; do
   for t in $TAILS; do
+    extra=()
+    if [ "$t" = published ]; then
+      mosquitto -p "$broker_port" > "$out/broker.log" 2>&1 & pids+=($!)
+      sleep 0.5
+      mosquitto_sub -p "$broker_port" -t 'pingpong/#' -q 1 -F '%U %p' > "$out/messages" & pids+=($!)
+      extra=(--arrivals "$out/arrivals" --sink "scorepublish stream-name=cam{cam}
+        broker=127.0.0.1:$broker_port sync=false async=false")
+    fi
     "$receiver" --cameras "$n" --duration "$duration" --latency "$LATENCY" --expect "$frames" \
-      --decoder "$DECODER" --tail "${tails[$t]}" > "$out/receiver" 2> "$out/receiver.err" &
+      --decoder "$DECODER" --tail "${tails[$t]}" "${extra[@]}" > "$out/receiver" 2> "$out/receiver.err" &
     rpid=$!
     while ! grep -q '^ready' "$out/receiver" 2> /dev/null; do
       kill -0 $rpid 2> /dev/null || { cat "$out/receiver.err" >&2; exit 1; }
@@ -63,5 +80,24 @@ for n in $counts; do
       "$(get frames)" "$(awk -v f="$(get frames)" -v e="$(get expected)" 'BEGIN { print f / e }')" \
       "$(get complete)" "$n" "$(get latency-p50-us)" "$(get p99-us)" "$(get max-us)" \
       "$(get worst-camera-frames)" "$(get repeats)" "$ready"
+    if [ "$t" = published ]; then
+      sleep 1
+      kill "${pids[@]}" 2> /dev/null || true
+      wait "${pids[@]}" 2> /dev/null || true
+      pids=()
+      published+=("$n $(python3 "$here/bench/broker-latency.py" "$out/arrivals" "$out/messages")")
+    fi
   done
 done
+if [ ${#published[@]} -gt 0 ]; then
+  echo
+  echo "| cameras | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms |"
+  echo "|---|---|---|---|---|---|---|"
+  for row in "${published[@]}"; do
+    n=${row%% *} line=" ${row#* }"
+    get() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<< "$line"; }
+    printf '| %s | %s | %s | %.3f | %s | %s | %s |\n' "$n" "$(get messages)" \
+      "$(get frames-published)" "$(awk -v f="$(get frames-published)" -v e=$((n * frames)) 'BEGIN { print f / e }')" \
+      "$(get p50-ms)" "$(get p99-ms)" "$(get max-ms)"
+  done
+fi

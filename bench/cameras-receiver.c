@@ -2,7 +2,7 @@
 /* The receiving side of bench/cameras-bench.sh: N RTP/H.264 cameras on UDP
  * ports BASE, BASE+2, …, each
  *
- *   udpsrc ! rtpjitterbuffer ! rtph264depay ! h264parse ! DECODER ! TAIL ! fakesink
+ *   udpsrc ! rtpjitterbuffer ! rtph264depay ! h264parse ! DECODER ! TAIL ! SINK
  *
  * in one pipeline, for DURATION seconds after "ready" (printed once the
  * pipeline plays, for the sender to start). Per camera it counts the
@@ -22,17 +22,34 @@
  * "complete" counts cameras that got EXPECT frames (--expect, the frames
  * each sender sent).
  *
+ * With --arrivals FILE it writes, per frame, when its last packet (the RTP
+ * marker) came out of the socket, wall clock, against the timestamp the
+ * frame carries from the jitterbuffer on: "CAMERA PTS-NS UNIX-US" a line,
+ * for bench/broker-latency.py to match with the scores' messages at a
+ * broker. "{cam}" in the tail and the sink is replaced by the camera's
+ * number, so each camera's scorepublish can name its stream
+ * (--sink "scorepublish stream-name=cam{cam} … sync=false").
+ *
  *   pp-cameras-receiver --cameras N [--base-port 5000] [--duration 30]
  *                       [--decoder nvh264dec] [--tail "cudamlp shared=true …"]
- *                       [--latency 100] [--expect 600] */
+ *                       [--sink "fakesink sync=false async=false"]
+ *                       [--latency 100] [--expect 600] [--arrivals FILE] */
+#include <errno.h>
 #include <gst/gst.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RTP_CAPS "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
-/* Frames between the decoder and the sink at once, at most. */
+/* Frames between the decoder and the sink at once, at most; and between
+ * the socket and the jitterbuffer's output. */
 #define IN_FLIGHT 64
+#define DEFAULT_SINK "fakesink sync=false async=false"
+
+typedef struct {
+  GstClockTime pts;
+  gint64 unix_us;
+} arrival;
 
 typedef struct {
   GMutex lock;
@@ -42,7 +59,65 @@ typedef struct {
   guint64 frames, repeats;
   GstClockTime last_pts;
   GArray *latency_us; /* double */
+  /* Last packets seen at the socket, by RTP timestamp, until the
+   * jitterbuffer gives them a PTS. */
+  guint32 marker_rtp[IN_FLIGHT];
+  gint64 marker_us[IN_FLIGHT];
+  guint next_marker;
+  GArray *arrivals; /* arrival */
 } camera;
+
+/* An RTP packet's marker bit (the last packet of a frame) and timestamp,
+ * read from its fixed header (RFC 3550, 5.1). */
+static gboolean
+rtp_marker(GstBuffer *buf, guint32 *rtp_ts)
+{
+  guint8 head[8];
+  if (gst_buffer_extract(buf, 0, head, sizeof head) != sizeof head || (head[0] >> 6) != 2 ||
+      !(head[1] & 0x80))
+    return FALSE;
+  *rtp_ts = GST_READ_UINT32_BE(head + 4);
+  return TRUE;
+}
+
+static GstPadProbeReturn
+on_packet(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  (void) pad;
+  camera *c = data;
+  guint32 rtp_ts;
+  if (!rtp_marker(GST_PAD_PROBE_INFO_BUFFER(info), &rtp_ts))
+    return GST_PAD_PROBE_OK;
+  const gint64 now = g_get_real_time();
+  g_mutex_lock(&c->lock);
+  c->marker_rtp[c->next_marker % IN_FLIGHT] = rtp_ts;
+  c->marker_us[c->next_marker % IN_FLIGHT] = now;
+  c->next_marker++;
+  g_mutex_unlock(&c->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+on_ordered(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  (void) pad;
+  camera *c = data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
+  guint32 rtp_ts;
+  if (!rtp_marker(buf, &rtp_ts))
+    return GST_PAD_PROBE_OK;
+  g_mutex_lock(&c->lock);
+  for (guint i = 0; i < IN_FLIGHT && i < c->next_marker; i++) {
+    const guint at = (c->next_marker - 1 - i) % IN_FLIGHT;
+    if (c->marker_rtp[at] == rtp_ts) {
+      const arrival a = { GST_BUFFER_PTS(buf), c->marker_us[at] };
+      g_array_append_val(c->arrivals, a);
+      break;
+    }
+  }
+  g_mutex_unlock(&c->lock);
+  return GST_PAD_PROBE_OK;
+}
 
 static GstPadProbeReturn
 on_decoded(GstPad *pad, GstPadProbeInfo *info, gpointer data)
@@ -140,19 +215,44 @@ print_plan(GstElement *pipeline)
   gst_iterator_free(it);
 }
 
+static int
+write_arrivals(const char *path, const camera *cameras, gint n)
+{
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "%s: %s\n", path, g_strerror(errno));
+    return -1;
+  }
+  for (gint i = 0; i < n; i++)
+    for (guint k = 0; k < cameras[i].arrivals->len; k++) {
+      const arrival *a = &g_array_index(cameras[i].arrivals, arrival, k);
+      fprintf(f, "%d %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT "\n", i, (guint64) a->pts,
+              a->unix_us);
+    }
+  if (fclose(f) != 0) {
+    fprintf(stderr, "%s: %s\n", path, g_strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
   gint n = 1, base_port = 5000, duration = 30, latency = 100, expect = 0;
-  gchar *decoder = NULL, *tail = NULL;
+  gchar *decoder = NULL, *tail = NULL, *sink = NULL, *arrivals = NULL;
   const GOptionEntry entries[] = {
     { "cameras", 0, 0, G_OPTION_ARG_INT, &n, "cameras (1)", "N" },
     { "base-port", 0, 0, G_OPTION_ARG_INT, &base_port, "camera i on port BASE + 2i (5000)", "P" },
     { "duration", 0, 0, G_OPTION_ARG_INT, &duration, "seconds from ready to the end (30)", "S" },
     { "decoder", 0, 0, G_OPTION_ARG_STRING, &decoder, "decoder (nvh264dec)", "D" },
     { "tail", 0, 0, G_OPTION_ARG_STRING, &tail, "elements after the decoder (none)", "T" },
+    { "sink", 0, 0, G_OPTION_ARG_STRING, &sink,
+      "the last element (fakesink sync=false async=false)", "S" },
     { "latency", 0, 0, G_OPTION_ARG_INT, &latency, "the jitterbuffer's, in ms (100)", "MS" },
     { "expect", 0, 0, G_OPTION_ARG_INT, &expect, "frames each camera sends (for complete=)", "F" },
+    { "arrivals", 0, 0, G_OPTION_ARG_FILENAME, &arrivals,
+      "write each frame's last packet's arrival here", "FILE" },
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new("- RTP cameras in, frames counted");
@@ -165,13 +265,21 @@ main(int argc, char **argv)
   }
   g_option_context_free(ctx);
   GString *desc = g_string_new(NULL);
-  for (gint i = 0; i < n; i++)
+  for (gint i = 0; i < n; i++) {
+    GString *t = g_string_new(tail), *last = g_string_new(sink ? sink : DEFAULT_SINK);
+    g_autofree gchar *number = g_strdup_printf("%d", i);
+    g_string_replace(t, "{cam}", number, 0);
+    g_string_replace(last, "{cam}", number, 0);
     g_string_append_printf(desc,
-                           "udpsrc port=%d buffer-size=4194304 caps=\"%s\" ! rtpjitterbuffer "
-                           "latency=%d ! rtph264depay ! h264parse ! %s name=dec%d ! %s%s "
-                           "fakesink name=sink%d sync=false async=false ",
-                           base_port + 2 * i, RTP_CAPS, latency, decoder ? decoder : "nvh264dec", i,
-                           tail && *tail ? tail : "", tail && *tail ? " !" : "", i);
+                           "udpsrc name=src%d port=%d buffer-size=4194304 caps=\"%s\" ! "
+                           "rtpjitterbuffer name=jb%d latency=%d ! rtph264depay ! h264parse ! %s "
+                           "name=dec%d ! %s%s %s name=sink%d ",
+                           i, base_port + 2 * i, RTP_CAPS, i, latency,
+                           decoder ? decoder : "nvh264dec", i, t->str, t->len ? " !" : "",
+                           last->str, i);
+    g_string_free(t, TRUE);
+    g_string_free(last, TRUE);
+  }
   GstElement *pipeline = gst_parse_launch(desc->str, &err);
   g_string_free(desc, TRUE);
   if (!pipeline || err) {
@@ -182,9 +290,15 @@ main(int argc, char **argv)
   for (gint i = 0; i < n; i++) {
     g_mutex_init(&cameras[i].lock);
     cameras[i].latency_us = g_array_new(FALSE, FALSE, sizeof(double));
+    cameras[i].arrivals = g_array_new(FALSE, FALSE, sizeof(arrival));
     g_autofree gchar *dec = g_strdup_printf("dec%d", i), *sink = g_strdup_printf("sink%d", i);
     probe(pipeline, dec, "src", on_decoded, &cameras[i]);
     probe(pipeline, sink, "sink", on_sink, &cameras[i]);
+    if (arrivals) {
+      g_autofree gchar *src = g_strdup_printf("src%d", i), *jb = g_strdup_printf("jb%d", i);
+      probe(pipeline, src, "src", on_packet, &cameras[i]);
+      probe(pipeline, jb, "src", on_ordered, &cameras[i]);
+    }
   }
   const gint64 start = g_get_monotonic_time();
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
@@ -204,6 +318,8 @@ main(int argc, char **argv)
   }
   print_plan(pipeline);
   gst_element_set_state(pipeline, GST_STATE_NULL);
+  if (arrivals && write_arrivals(arrivals, cameras, n) < 0)
+    status = 1;
   GArray *all = g_array_new(FALSE, FALSE, sizeof(double));
   guint64 frames = 0, worst = G_MAXUINT64, repeats = 0;
   gint complete = 0;
@@ -215,6 +331,7 @@ main(int argc, char **argv)
     complete += expect && c->frames >= (guint64) expect;
     g_array_append_vals(all, c->latency_us->data, c->latency_us->len);
     g_array_free(c->latency_us, TRUE);
+    g_array_free(c->arrivals, TRUE);
     g_mutex_clear(&c->lock);
   }
   qsort(all->data, all->len, sizeof(double), compare_doubles);
@@ -229,5 +346,7 @@ main(int argc, char **argv)
   gst_object_unref(pipeline);
   g_free(decoder);
   g_free(tail);
+  g_free(sink);
+  g_free(arrivals);
   return status;
 }
