@@ -13,6 +13,8 @@
 #include <string.h>
 
 #define KEEPALIVE_S 10
+/* QoS 1 and 2 messages unacknowledged at once, of all the streams. */
+#define SEND_MAXIMUM 4096
 
 typedef struct {
   char *key; /* "host:port" */
@@ -152,6 +154,18 @@ broker_new(const char *key, const char *host, int port, const char *client_id, g
   b->mosq = mosquitto_new(id, true, b);
   if (!b->mosq) {
     *msg = g_strdup_printf("mosquitto_new: %s", g_strerror(errno));
+    broker_free(b);
+    return NULL;
+  }
+  /* Every stream's messages share this connection: each goes out at once
+   * rather than behind the one before (Nagle), and QoS 1 and 2 may have
+   * many unacknowledged, where libmosquitto's 20 would cap the rate at 20
+   * a round trip to the broker, whatever the streams. */
+  int opt = mosquitto_int_option(b->mosq, MOSQ_OPT_TCP_NODELAY, 1);
+  if (opt == MOSQ_ERR_SUCCESS)
+    opt = mosquitto_int_option(b->mosq, MOSQ_OPT_SEND_MAXIMUM, SEND_MAXIMUM);
+  if (opt != MOSQ_ERR_SUCCESS) {
+    *msg = g_strdup_printf("mosquitto_int_option: %s", mosquitto_strerror(opt));
     broker_free(b);
     return NULL;
   }
