@@ -12,9 +12,11 @@
 # (*published*: scorepublish, QoS 1). Per N and tail one line: frames that
 # reached the sink of all sent (and cameras that got every frame), and the
 # time from the decoder's output to the sink, p50/p99/max over every frame.
-# For *published*, a second table: the messages a subscriber got, and each
-# frame's time from its last packet out of the receiver's socket to its
-# message at the subscriber (bench/broker-latency.py).
+# Then a second table, a row per N and tail: each frame's time from its
+# last packet out of the receiver's socket to the sink and, for
+# *published*, the messages a subscriber got and each frame's time from
+# that packet to its message at the subscriber (bench/packet-latency.py;
+# "steady": frames 5 s or more after their camera's first).
 #
 #   bench/cameras-bench.sh CLIP.mp4 FRAMES "32 96 192"
 #   TAILS="decoder shared own" (default; or published), LATENCY=100 (ms, the jitterbuffer's),
@@ -44,13 +46,17 @@ duration=$((frames / 30 + 8))
 out=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$out"' EXIT
-published=()
+rows=()
+# The host's CPU ticks, busy and all (/proc/stat), for its load while the
+# cameras send.
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms; $mlp"
 echo "| cameras | after the decoder | frames at the sink | of sent | cameras complete | decoder → sink p50 µs | p99 µs | max µs | fewest frames of a camera | repeated frames | receiver ready after ms |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $counts; do
   for t in $TAILS; do
-    extra=()
+    extra=(--arrivals "$out/arrivals")
+    rm -f "$out/messages"
     if [ "$t" = published ]; then
       # A broker for thousands of QoS 1 messages a second to one
       # subscriber: mosquitto's defaults send it 20 at a time and drop
@@ -61,8 +67,8 @@ for n in $counts; do
       sleep 0.5
       mosquitto_sub -p "$broker_port" -t 'pingpong/#' -q 1 --nodelay -F '%U %p' > "$out/messages" &
       pids+=($!)
-      extra=(--arrivals "$out/arrivals" --sink "scorepublish stream-name=cam{cam}
-        broker=127.0.0.1:$broker_port sync=false async=false")
+      extra+=(--sink "scorepublish stream-name=cam{cam} broker=127.0.0.1:$broker_port
+        sync=false async=false")
     fi
     "$receiver" --cameras "$n" --duration "$duration" --latency "$LATENCY" --expect "$frames" \
       --decoder "$DECODER" --tail "${tails[$t]}" "${extra[@]}" > "$out/receiver" 2> "$out/receiver.err" &
@@ -77,7 +83,9 @@ for n in $counts; do
         rtph264pay config-interval=-1 pt=96 ! udpsink host=127.0.0.1 port=$((5000 + 2 * i))
         sync=true ts-offset=$((33333333 * i / n)))
     done
+    cpu0=$(cpu_ticks)
     gst-launch-1.0 -q "${senders[@]}" > "$out/sender" 2>&1 || { cat "$out/sender" >&2; }
+    cpu1=$(cpu_ticks)
     wait $rpid || { cat "$out/receiver.err" >&2; }
     ready=$(sed -n 's/^ready after \([0-9]*\) ms/\1/p' "$out/receiver")
     line=$(grep '^cameras=' "$out/receiver")
@@ -91,19 +99,22 @@ for n in $counts; do
       kill "${pids[@]}" 2> /dev/null || true
       wait "${pids[@]}" 2> /dev/null || true
       pids=()
-      published+=("$n $(python3 "$here/bench/broker-latency.py" "$out/arrivals" "$out/messages")")
     fi
+    busy=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x); split(b, y); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
+    rows+=("$n $t busy=$busy $(python3 "$here/bench/packet-latency.py" "$out/arrivals" \
+      $([ -e "$out/messages" ] && echo "$out/messages"))")
   done
 done
-if [ ${#published[@]} -gt 0 ]; then
-  echo
-  echo "| cameras | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms |"
-  echo "|---|---|---|---|---|---|---|"
-  for row in "${published[@]}"; do
-    n=${row%% *} line=" ${row#* }"
-    get() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<< "$line"; }
-    printf '| %s | %s | %s | %.3f | %s | %s | %s |\n' "$n" "$(get messages)" \
-      "$(get frames-published)" "$(awk -v f="$(get frames-published)" -v e=$((n * frames)) 'BEGIN { print f / e }')" \
-      "$(get p50-ms)" "$(get p99-ms)" "$(get max-ms)"
-  done
-fi
+echo
+echo "| cameras | after the decoder | host CPU busy % | last packet → sink p50 ms | p99 ms | max ms | steady p99 ms | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms | steady p50 ms | steady p99 ms |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for row in "${rows[@]}"; do
+  read -r n t line <<< "$row"
+  line=" $line"
+  get() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<< "$line"; }
+  fp=$(get frames-published)
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$t" "$(get busy)" \
+    "$(get sink-p50-ms)" "$(get sink-p99-ms)" "$(get sink-max-ms)" "$(get steady-sink-p99-ms)" \
+    "$(get messages)" "$fp" "${fp:+$(awk -v f="$fp" -v e=$((n * frames)) 'BEGIN { printf "%.3f", f / e }')}" \
+    "$(get p50-ms)" "$(get p99-ms)" "$(get max-ms)" "$(get steady-p50-ms)" "$(get steady-p99-ms)"
+done

@@ -23,10 +23,11 @@
  * each sender sent).
  *
  * With --arrivals FILE it writes, per frame, when its last packet (the RTP
- * marker) came out of the socket, wall clock, against the timestamp the
- * frame carries from the jitterbuffer on: "CAMERA PTS-NS UNIX-US" a line,
- * for bench/broker-latency.py to match with the scores' messages at a
- * broker. "{cam}" in the tail and the sink is replaced by the camera's
+ * marker) came out of the socket and when the frame reached the sink
+ * (0: never), wall clock, against the timestamp the frame carries from
+ * the jitterbuffer on: "CAMERA PTS-NS ARRIVAL-US SINK-US" a line, for
+ * bench/broker-latency.py, which matches them with the scores' messages at
+ * a broker. "{cam}" in the tail and the sink is replaced by the camera's
  * number, so each camera's scorepublish can name its stream
  * (--sink "scorepublish stream-name=cam{cam} … sync=false").
  *
@@ -48,7 +49,7 @@
 
 typedef struct {
   GstClockTime pts;
-  gint64 unix_us;
+  gint64 unix_us, sink_us;
 } arrival;
 
 typedef struct {
@@ -110,7 +111,7 @@ on_ordered(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   for (guint i = 0; i < IN_FLIGHT && i < c->next_marker; i++) {
     const guint at = (c->next_marker - 1 - i) % IN_FLIGHT;
     if (c->marker_rtp[at] == rtp_ts) {
-      const arrival a = { GST_BUFFER_PTS(buf), c->marker_us[at] };
+      const arrival a = { GST_BUFFER_PTS(buf), c->marker_us[at], 0 };
       g_array_append_val(c->arrivals, a);
       break;
     }
@@ -150,6 +151,15 @@ on_sink(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   }
   c->last_pts = pts;
   c->frames++;
+  /* From the newest back: a frame is found as many steps back as the
+   * decoder and the tail lag behind the socket. */
+  for (guint i = 0; i < c->arrivals->len; i++) {
+    arrival *a = &g_array_index(c->arrivals, arrival, c->arrivals->len - 1 - i);
+    if (a->pts == pts) {
+      a->sink_us = g_get_real_time();
+      break;
+    }
+  }
   for (guint i = 0; i < IN_FLIGHT && i < c->next; i++) {
     const guint at = (c->next - 1 - i) % IN_FLIGHT;
     if (c->pts[at] == pts) {
@@ -226,8 +236,8 @@ write_arrivals(const char *path, const camera *cameras, gint n)
   for (gint i = 0; i < n; i++)
     for (guint k = 0; k < cameras[i].arrivals->len; k++) {
       const arrival *a = &g_array_index(cameras[i].arrivals, arrival, k);
-      fprintf(f, "%d %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT "\n", i, (guint64) a->pts,
-              a->unix_us);
+      fprintf(f, "%d %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", i,
+              (guint64) a->pts, a->unix_us, a->sink_us);
     }
   if (fclose(f) != 0) {
     fprintf(stderr, "%s: %s\n", path, g_strerror(errno));
