@@ -21,7 +21,8 @@
 #   bench/cameras-bench.sh CLIP.mp4 FRAMES "32 96 192"
 #   TAILS="decoder shared own" (default; or published), LATENCY=100 (ms, the jitterbuffer's),
 #   DECODER=nvh264dec, BACKEND=cuda (avdec_h264 and cpu try it without a GPU),
-#   MLP_ARGS="slots=4" (more of cudamlp's properties)
+#   MLP_ARGS="slots=4" (more of cudamlp's properties), BASE_PORT=5000 (camera i
+#   on UDP port BASE_PORT + 2i)
 #
 # The clip: 1080p30 H.264 at 6 Mbit/s, keyframes every second, e.g.
 #   gst-launch-1.0 -e videotestsrc num-buffers=600 pattern=snow !
@@ -36,6 +37,7 @@ clip=${1:?usage: cameras-bench.sh CLIP.mp4 FRAMES \"N1 N2 …\"} frames=${2:?fra
 counts=${3:-32 96 192}
 TAILS=${TAILS:-decoder shared own}
 LATENCY=${LATENCY:-100}
+BASE_PORT=${BASE_PORT:-5000}
 DECODER=${DECODER:-nvh264dec}
 mlp="cudamlp backend=${BACKEND:-cuda} mapping=patches patch-size=8 hidden-size=256 ${MLP_ARGS:-}"
 broker_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -70,7 +72,7 @@ for n in $counts; do
       extra+=(--sink "scorepublish stream-name=cam{cam} broker=127.0.0.1:$broker_port
         sync=false async=false")
     fi
-    "$receiver" --cameras "$n" --duration "$duration" --latency "$LATENCY" --expect "$frames" \
+    "$receiver" --cameras "$n" --base-port "$BASE_PORT" --duration "$duration" --latency "$LATENCY" --expect "$frames" \
       --decoder "$DECODER" --tail "${tails[$t]}" "${extra[@]}" > "$out/receiver" 2> "$out/receiver.err" &
     rpid=$!
     while ! grep -q '^ready' "$out/receiver" 2> /dev/null; do
@@ -80,7 +82,7 @@ for n in $counts; do
     senders=()
     for i in $(seq 0 $((n - 1))); do
       senders+=(filesrc location="$clip" ! qtdemux ! h264parse config-interval=-1 !
-        rtph264pay config-interval=-1 pt=96 ! udpsink host=127.0.0.1 port=$((5000 + 2 * i))
+        rtph264pay config-interval=-1 pt=96 ! udpsink host=127.0.0.1 port=$((BASE_PORT + 2 * i))
         sync=true ts-offset=$((33333333 * i / n)))
     done
     cpu0=$(cpu_ticks)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# bench/cameras-bench.sh, small and on the CPU: two RTP cameras replaying a
+# 60-frame clip, decoded by avdec_h264, then nothing or cudamlp with each
+# camera's scores published to the bench's broker. Both tables must count
+# every frame (120 at the sink; 120 published, each matched to its last
+# packet) and give each frame's time from its last packet to the sink and
+# to its message: finite, positive and under a second on an idle host.
+#   cameras_bench_test.sh PP-CAMERAS-RECEIVER
+set -euo pipefail
+for e in x264enc avdec_h264 mp4mux qtdemux scorepublish; do
+  gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "no $e here"; exit 77; }
+done
+command -v mosquitto > /dev/null && command -v mosquitto_sub > /dev/null ||
+  { echo "no mosquitto here"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+gst-launch-1.0 -q -e videotestsrc num-buffers=60 pattern=ball \
+  ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 \
+  ! x264enc speed-preset=ultrafast tune=zerolatency key-int-max=30 ! mp4mux \
+  ! filesink location="$work/clip.mp4"
+# Two even ports apart, likely free: the cameras' (the bench's default 5000
+# may be another test's).
+base=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1] & ~1)')
+BASE_PORT=$base PP_CAMERAS_RECEIVER=$1 TAILS="decoder published" DECODER=avdec_h264 BACKEND=cpu LATENCY=0 \
+  "$here/../../bench/cameras-bench.sh" "$work/clip.mp4" 60 2 > "$work/tables.md"
+cat "$work/tables.md"
+fail=0
+check() { # description, condition
+  if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
+}
+# A table row's cells, by column (1: the first cell).
+cell() { awk -F' *\\| *' -v t="$1" -v c="$2" '$2 == 2 && $3 == t { n++; if (n == '"$3"') print $(c + 1) }' "$work/tables.md"; }
+below_1s() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1000) }'; }
+for t in decoder published; do
+  check "$t: 120 frames at the sink" "[ '$(cell $t 3 1)' = 120 ]"
+  p50=$(cell $t 4 2) p99=$(cell $t 5 2)
+  check "$t: last packet → sink p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
+done
+check "published: 120 frames published" "[ '$(cell published 9 2)' = 120 ]"
+p50=$(cell published 11 2) p99=$(cell published 12 2)
+check "published: last packet → message p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
+exit $fail
