@@ -26,7 +26,7 @@
  * marker) came out of the socket and when the frame reached the sink
  * (0: never), wall clock, against the timestamp the frame carries from
  * the jitterbuffer on: "CAMERA PTS-NS ARRIVAL-US SINK-US" a line, for
- * bench/broker-latency.py, which matches them with the scores' messages at
+ * bench/packet-latency.py, which matches them with the scores' messages at
  * a broker. "{cam}" in the tail and the sink is replaced by the camera's
  * number, so each camera's scorepublish can name its stream
  * (--sink "scorepublish stream-name=cam{cam} … sync=false").
@@ -41,16 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "packet-arrivals.h"
+
 #define RTP_CAPS "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
-/* Frames between the decoder and the sink at once, at most; and between
- * the socket and the jitterbuffer's output. */
+/* Frames between the decoder and the sink at once, at most. */
 #define IN_FLIGHT 64
 #define DEFAULT_SINK "fakesink sync=false async=false"
-
-typedef struct {
-  GstClockTime pts;
-  gint64 unix_us, sink_us;
-} arrival;
 
 typedef struct {
   GMutex lock;
@@ -59,66 +55,9 @@ typedef struct {
   guint next;
   guint64 frames, repeats;
   GstClockTime last_pts;
-  GArray *latency_us; /* double */
-  /* Last packets seen at the socket, by RTP timestamp, until the
-   * jitterbuffer gives them a PTS. */
-  guint32 marker_rtp[IN_FLIGHT];
-  gint64 marker_us[IN_FLIGHT];
-  guint next_marker;
-  GArray *arrivals; /* arrival */
+  GArray *latency_us;   /* double */
+  PpArrivals *arrivals; /* with --arrivals */
 } camera;
-
-/* An RTP packet's marker bit (the last packet of a frame) and timestamp,
- * read from its fixed header (RFC 3550, 5.1). */
-static gboolean
-rtp_marker(GstBuffer *buf, guint32 *rtp_ts)
-{
-  guint8 head[8];
-  if (gst_buffer_extract(buf, 0, head, sizeof head) != sizeof head || (head[0] >> 6) != 2 ||
-      !(head[1] & 0x80))
-    return FALSE;
-  *rtp_ts = GST_READ_UINT32_BE(head + 4);
-  return TRUE;
-}
-
-static GstPadProbeReturn
-on_packet(GstPad *pad, GstPadProbeInfo *info, gpointer data)
-{
-  (void) pad;
-  camera *c = data;
-  guint32 rtp_ts;
-  if (!rtp_marker(GST_PAD_PROBE_INFO_BUFFER(info), &rtp_ts))
-    return GST_PAD_PROBE_OK;
-  const gint64 now = g_get_real_time();
-  g_mutex_lock(&c->lock);
-  c->marker_rtp[c->next_marker % IN_FLIGHT] = rtp_ts;
-  c->marker_us[c->next_marker % IN_FLIGHT] = now;
-  c->next_marker++;
-  g_mutex_unlock(&c->lock);
-  return GST_PAD_PROBE_OK;
-}
-
-static GstPadProbeReturn
-on_ordered(GstPad *pad, GstPadProbeInfo *info, gpointer data)
-{
-  (void) pad;
-  camera *c = data;
-  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
-  guint32 rtp_ts;
-  if (!rtp_marker(buf, &rtp_ts))
-    return GST_PAD_PROBE_OK;
-  g_mutex_lock(&c->lock);
-  for (guint i = 0; i < IN_FLIGHT && i < c->next_marker; i++) {
-    const guint at = (c->next_marker - 1 - i) % IN_FLIGHT;
-    if (c->marker_rtp[at] == rtp_ts) {
-      const arrival a = { GST_BUFFER_PTS(buf), c->marker_us[at], 0 };
-      g_array_append_val(c->arrivals, a);
-      break;
-    }
-  }
-  g_mutex_unlock(&c->lock);
-  return GST_PAD_PROBE_OK;
-}
 
 static GstPadProbeReturn
 on_decoded(GstPad *pad, GstPadProbeInfo *info, gpointer data)
@@ -151,15 +90,8 @@ on_sink(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   }
   c->last_pts = pts;
   c->frames++;
-  /* From the newest back: a frame is found as many steps back as the
-   * decoder and the tail lag behind the socket. */
-  for (guint i = 0; i < c->arrivals->len; i++) {
-    arrival *a = &g_array_index(c->arrivals, arrival, c->arrivals->len - 1 - i);
-    if (a->pts == pts) {
-      a->sink_us = g_get_real_time();
-      break;
-    }
-  }
+  if (c->arrivals)
+    pp_arrivals_at_sink(c->arrivals, pts);
   for (guint i = 0; i < IN_FLIGHT && i < c->next; i++) {
     const guint at = (c->next - 1 - i) % IN_FLIGHT;
     if (c->pts[at] == pts) {
@@ -187,15 +119,23 @@ percentile(const GArray *sorted, double q)
   return g_array_index(sorted, double, (guint) (q * (sorted->len - 1)));
 }
 
+/* The static pad of the element of that name, in the pipeline. */
+static GstPad *
+pad_of(GstElement *pipeline, const char *name, const char *pad_name)
+{
+  GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), name);
+  GstPad *pad = gst_element_get_static_pad(e, pad_name);
+  gst_object_unref(e);
+  return pad;
+}
+
 static void
 probe(GstElement *pipeline, const char *name, const char *pad_name, GstPadProbeCallback cb,
       camera *c)
 {
-  GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), name);
-  GstPad *pad = gst_element_get_static_pad(e, pad_name);
+  GstPad *pad = pad_of(pipeline, name, pad_name);
   gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, cb, c, NULL);
   gst_object_unref(pad);
-  gst_object_unref(e);
 }
 
 /* The first cudamlp's plan and detail, if one made a plan. */
@@ -233,17 +173,14 @@ write_arrivals(const char *path, const camera *cameras, gint n)
     fprintf(stderr, "%s: %s\n", path, g_strerror(errno));
     return -1;
   }
-  for (gint i = 0; i < n; i++)
-    for (guint k = 0; k < cameras[i].arrivals->len; k++) {
-      const arrival *a = &g_array_index(cameras[i].arrivals, arrival, k);
-      fprintf(f, "%d %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", i,
-              (guint64) a->pts, a->unix_us, a->sink_us);
-    }
-  if (fclose(f) != 0) {
-    fprintf(stderr, "%s: %s\n", path, g_strerror(errno));
-    return -1;
-  }
-  return 0;
+  int rc = 0;
+  for (gint i = 0; i < n && rc == 0; i++)
+    rc = pp_arrivals_write(cameras[i].arrivals, i, f);
+  if (fclose(f) != 0 && rc == 0)
+    rc = -errno;
+  if (rc < 0)
+    fprintf(stderr, "%s: %s\n", path, g_strerror(-rc));
+  return rc;
 }
 
 int
@@ -300,14 +237,16 @@ main(int argc, char **argv)
   for (gint i = 0; i < n; i++) {
     g_mutex_init(&cameras[i].lock);
     cameras[i].latency_us = g_array_new(FALSE, FALSE, sizeof(double));
-    cameras[i].arrivals = g_array_new(FALSE, FALSE, sizeof(arrival));
     g_autofree gchar *dec = g_strdup_printf("dec%d", i), *sink = g_strdup_printf("sink%d", i);
     probe(pipeline, dec, "src", on_decoded, &cameras[i]);
     probe(pipeline, sink, "sink", on_sink, &cameras[i]);
     if (arrivals) {
       g_autofree gchar *src = g_strdup_printf("src%d", i), *jb = g_strdup_printf("jb%d", i);
-      probe(pipeline, src, "src", on_packet, &cameras[i]);
-      probe(pipeline, jb, "src", on_ordered, &cameras[i]);
+      GstPad *socket = pad_of(pipeline, src, "src"), *ordered = pad_of(pipeline, jb, "src");
+      cameras[i].arrivals = pp_arrivals_new();
+      pp_arrivals_watch(cameras[i].arrivals, socket, ordered);
+      gst_object_unref(socket);
+      gst_object_unref(ordered);
     }
   }
   const gint64 start = g_get_monotonic_time();
@@ -341,7 +280,7 @@ main(int argc, char **argv)
     complete += expect && c->frames >= (guint64) expect;
     g_array_append_vals(all, c->latency_us->data, c->latency_us->len);
     g_array_free(c->latency_us, TRUE);
-    g_array_free(c->arrivals, TRUE);
+    pp_arrivals_free(c->arrivals);
     g_mutex_clear(&c->lock);
   }
   qsort(all->data, all->len, sizeof(double), compare_doubles);
