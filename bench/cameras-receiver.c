@@ -42,17 +42,14 @@
 #include <string.h>
 
 #include "packet-arrivals.h"
+#include "stamp-ring.h"
 
 #define RTP_CAPS "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
-/* Frames between the decoder and the sink at once, at most. */
-#define IN_FLIGHT 64
 #define DEFAULT_SINK "fakesink sync=false async=false"
 
 typedef struct {
   GMutex lock;
-  GstClockTime pts[IN_FLIGHT];
-  gint64 decoded_us[IN_FLIGHT];
-  guint next;
+  PpStampRing decoded; /* frames between the decoder and the sink, by PTS */
   guint64 frames, repeats;
   GstClockTime last_pts;
   GArray *latency_us;   /* double */
@@ -66,9 +63,7 @@ on_decoded(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   camera *c = data;
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
   g_mutex_lock(&c->lock);
-  c->pts[c->next % IN_FLIGHT] = GST_BUFFER_PTS(buf);
-  c->decoded_us[c->next % IN_FLIGHT] = g_get_monotonic_time();
-  c->next++;
+  pp_stamp_ring_push(&c->decoded, GST_BUFFER_PTS(buf), g_get_monotonic_time());
   g_mutex_unlock(&c->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -92,13 +87,10 @@ on_sink(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   c->frames++;
   if (c->arrivals)
     pp_arrivals_at_sink(c->arrivals, pts);
-  for (guint i = 0; i < IN_FLIGHT && i < c->next; i++) {
-    const guint at = (c->next - 1 - i) % IN_FLIGHT;
-    if (c->pts[at] == pts) {
-      const double us = (double) (now - c->decoded_us[at]);
-      g_array_append_val(c->latency_us, us);
-      break;
-    }
+  gint64 decoded_us;
+  if (pp_stamp_ring_find(&c->decoded, pts, &decoded_us)) {
+    const double us = (double) (now - decoded_us);
+    g_array_append_val(c->latency_us, us);
   }
   g_mutex_unlock(&c->lock);
   return GST_PAD_PROBE_OK;

@@ -6,8 +6,7 @@
 
 #include <errno.h>
 
-/* Last packets between the socket and the jitterbuffer's output at once. */
-#define IN_FLIGHT 64
+#include "stamp-ring.h"
 
 typedef struct {
   GstClockTime pts;
@@ -16,9 +15,9 @@ typedef struct {
 
 struct _PpArrivals {
   GMutex lock;
-  guint32 marker_rtp[IN_FLIGHT];
-  gint64 marker_us[IN_FLIGHT];
-  guint next_marker;
+  /* Last packets between the socket and the jitterbuffer's output, by
+   * RTP timestamp. */
+  PpStampRing markers;
   GArray *frames; /* arrival, in the jitterbuffer's order */
 };
 
@@ -64,9 +63,7 @@ on_packet(GstPad *pad, GstPadProbeInfo *info, gpointer data)
     return GST_PAD_PROBE_OK;
   const gint64 now = g_get_real_time();
   g_mutex_lock(&a->lock);
-  a->marker_rtp[a->next_marker % IN_FLIGHT] = rtp_ts;
-  a->marker_us[a->next_marker % IN_FLIGHT] = now;
-  a->next_marker++;
+  pp_stamp_ring_push(&a->markers, rtp_ts, now);
   g_mutex_unlock(&a->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -81,14 +78,9 @@ on_ordered(GstPad *pad, GstPadProbeInfo *info, gpointer data)
   if (!rtp_marker(buf, &rtp_ts))
     return GST_PAD_PROBE_OK;
   g_mutex_lock(&a->lock);
-  for (guint i = 0; i < IN_FLIGHT && i < a->next_marker; i++) {
-    const guint at = (a->next_marker - 1 - i) % IN_FLIGHT;
-    if (a->marker_rtp[at] == rtp_ts) {
-      const arrival f = { GST_BUFFER_PTS(buf), a->marker_us[at], 0 };
-      g_array_append_val(a->frames, f);
-      break;
-    }
-  }
+  arrival f = { GST_BUFFER_PTS(buf), 0, 0 };
+  if (pp_stamp_ring_find(&a->markers, rtp_ts, &f.unix_us))
+    g_array_append_val(a->frames, f);
   g_mutex_unlock(&a->lock);
   return GST_PAD_PROBE_OK;
 }
