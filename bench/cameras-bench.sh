@@ -12,8 +12,10 @@
 # (*published*: scorepublish, QoS 1). Per N and tail one line: frames that
 # reached the sink of all sent (and cameras that got every frame), and the
 # time from the decoder's output to the sink, p50/p99/max over every frame.
-# Then a second table, a row per N and tail: each frame's time from its
-# last packet out of the receiver's socket to the sink and, for
+# Then a second table, a row per N and tail: the host's CPU load, the
+# receiver's threads, resident, pinned and GPU memory halfway through, each
+# frame's time from its last packet out of the receiver's socket to the
+# sink and, for
 # *published*, the messages a subscriber got and each frame's time from
 # that packet to its message at the subscriber (bench/packet-latency.py;
 # "steady": frames 5 s or more after their camera's first).
@@ -51,6 +53,15 @@ trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$out"' EXIT
 rows=()
 # The host's CPU ticks, busy and all (/proc/stat), for its load while the
 # cameras send.
+# The receiver's threads, resident and pinned memory (MB) and GPU memory
+# (MB, nvidia-smi's for the process, where there is one), mid-run.
+footprint() {
+  awk '/^Threads:/ { t = $2 } /^VmRSS:/ { r = $2 } /^VmPin:/ { p = $2 }
+    END { printf "threads=%d rss-mb=%.0f pinned-mb=%.0f", t, r / 1024, p / 1024 }' "/proc/$1/status"
+  command -v nvidia-smi > /dev/null &&
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2> /dev/null |
+    awk -F', *' -v p="$1" '$1 == p { printf " gpu-mb=%s", $2 }'
+}
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms; $mlp"
 echo "| cameras | after the decoder | frames at the sink | of sent | cameras complete | decoder → sink p50 µs | p99 µs | max µs | fewest frames of a camera | repeated frames | receiver ready after ms |"
@@ -86,6 +97,7 @@ for n in $counts; do
         sync=true ts-offset=$((33333333 * i / n)))
     done
     cpu0=$(cpu_ticks)
+    (sleep $((frames / 60 + 1)); footprint "$rpid" > "$out/footprint") &
     gst-launch-1.0 -q "${senders[@]}" > "$out/sender" 2>&1 || { cat "$out/sender" >&2; }
     cpu1=$(cpu_ticks)
     wait $rpid || { cat "$out/receiver.err" >&2; }
@@ -103,19 +115,20 @@ for n in $counts; do
       pids=()
     fi
     busy=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x); split(b, y); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
-    rows+=("$n $t busy=$busy $(python3 "$here/bench/packet-latency.py" "$out/arrivals" \
+    rows+=("$n $t busy=$busy $(cat "$out/footprint" 2> /dev/null) $(python3 "$here/bench/packet-latency.py" "$out/arrivals" \
       $([ -e "$out/messages" ] && echo "$out/messages"))")
   done
 done
 echo
-echo "| cameras | after the decoder | host CPU busy % | last packet → sink p50 ms | p99 ms | max ms | steady p99 ms | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms | steady p50 ms | steady p99 ms |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| cameras | after the decoder | host CPU busy % | receiver threads | RSS MB | pinned MB | GPU MB | last packet → sink p50 ms | p99 ms | max ms | steady p99 ms | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms | steady p50 ms | steady p99 ms |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for row in "${rows[@]}"; do
   read -r n t line <<< "$row"
   line=" $line"
   get() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<< "$line"; }
   fp=$(get frames-published)
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$t" "$(get busy)" \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+    "$n" "$t" "$(get busy)" "$(get threads)" "$(get rss-mb)" "$(get pinned-mb)" "$(get gpu-mb)" \
     "$(get sink-p50-ms)" "$(get sink-p99-ms)" "$(get sink-max-ms)" "$(get steady-sink-p99-ms)" \
     "$(get messages)" "$fp" "${fp:+$(awk -v f="$fp" -v e=$((n * frames)) 'BEGIN { printf "%.3f", f / e }')}" \
     "$(get p50-ms)" "$(get p99-ms)" "$(get max-ms)" "$(get steady-p50-ms)" "$(get steady-p99-ms)"

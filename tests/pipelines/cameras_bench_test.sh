@@ -5,7 +5,8 @@
 # camera's scores published to the bench's broker. Both tables must count
 # every frame (120 at the sink; 120 published, each matched to its last
 # packet) and give each frame's time from its last packet to the sink and
-# to its message: finite, positive and under a second on an idle host.
+# to its message: finite, positive and under a second on an idle host; and
+# the receiver's threads and memory, read halfway.
 #   cameras_bench_test.sh PP-CAMERAS-RECEIVER
 set -euo pipefail
 for e in x264enc avdec_h264 mp4mux qtdemux scorepublish; do
@@ -35,10 +36,12 @@ cell() { awk -F' *\\| *' -v t="$1" -v c="$2" '$2 == 2 && $3 == t { n++; if (n ==
 below_1s() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1000) }'; }
 for t in decoder published; do
   check "$t: 120 frames at the sink" "[ '$(cell $t 3 1)' = 120 ]"
-  p50=$(cell $t 4 2) p99=$(cell $t 5 2)
+  p50=$(cell $t 8 2) p99=$(cell $t 9 2)
   check "$t: last packet → sink p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
+  threads=$(cell $t 4 2) rss=$(cell $t 5 2)
+  check "$t: the receiver's footprint read ($threads threads, $rss MB)" "[ '${threads:-0}' -gt 1 ] && [ '${rss:-0}' -gt 1 ]"
 done
-check "published: 120 frames published" "[ '$(cell published 9 2)' = 120 ]"
-p50=$(cell published 11 2) p99=$(cell published 12 2)
+check "published: 120 frames published" "[ '$(cell published 13 2)' = 120 ]"
+p50=$(cell published 15 2) p99=$(cell published 16 2)
 check "published: last packet → message p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
 exit $fail
