@@ -13,7 +13,7 @@
 # reached the sink of all sent (and cameras that got every frame), and the
 # time from the decoder's output to the sink, p50/p99/max over every frame.
 # Then a second table, a row per N and tail: the host's CPU load, the
-# receiver's threads, resident, pinned and GPU memory halfway through, each
+# receiver's threads, resident and GPU memory halfway through, each
 # frame's time from its last packet out of the receiver's socket to the
 # sink and, for
 # *published*, the messages a subscriber got and each frame's time from
@@ -53,11 +53,12 @@ trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$out"' EXIT
 rows=()
 # The host's CPU ticks, busy and all (/proc/stat), for its load while the
 # cameras send.
-# The receiver's threads, resident and pinned memory (MB) and GPU memory
-# (MB, nvidia-smi's for the process, where there is one), mid-run.
+# The receiver's threads, resident memory (MB) and GPU memory (MB,
+# nvidia-smi's for the process, where there is one), mid-run. (CUDA's
+# pinned host memory is resident; /proc's VmPin does not count it.)
 footprint() {
-  awk '/^Threads:/ { t = $2 } /^VmRSS:/ { r = $2 } /^VmPin:/ { p = $2 }
-    END { printf "threads=%d rss-mb=%.0f pinned-mb=%.0f", t, r / 1024, p / 1024 }' "/proc/$1/status"
+  awk '/^Threads:/ { t = $2 } /^VmRSS:/ { r = $2 }
+    END { printf "threads=%d rss-mb=%.0f", t, r / 1024 }' "/proc/$1/status"
   command -v nvidia-smi > /dev/null &&
     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2> /dev/null |
     awk -F', *' -v p="$1" '$1 == p { printf " gpu-mb=%s", $2 }'
@@ -120,15 +121,15 @@ for n in $counts; do
   done
 done
 echo
-echo "| cameras | after the decoder | host CPU busy % | receiver threads | RSS MB | pinned MB | GPU MB | last packet → sink p50 ms | p99 ms | max ms | steady p99 ms | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms | steady p50 ms | steady p99 ms |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| cameras | after the decoder | host CPU busy % | receiver threads | RSS MB | GPU MB | last packet → sink p50 ms | p99 ms | max ms | steady p99 ms | messages at the subscriber | frames published | of sent | last packet → message p50 ms | p99 ms | max ms | steady p50 ms | steady p99 ms |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for row in "${rows[@]}"; do
   read -r n t line <<< "$row"
   line=" $line"
   get() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<< "$line"; }
   fp=$(get frames-published)
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-    "$n" "$t" "$(get busy)" "$(get threads)" "$(get rss-mb)" "$(get pinned-mb)" "$(get gpu-mb)" \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+    "$n" "$t" "$(get busy)" "$(get threads)" "$(get rss-mb)" "$(get gpu-mb)" \
     "$(get sink-p50-ms)" "$(get sink-p99-ms)" "$(get sink-max-ms)" "$(get steady-sink-p99-ms)" \
     "$(get messages)" "$fp" "${fp:+$(awk -v f="$fp" -v e=$((n * frames)) 'BEGIN { printf "%.3f", f / e }')}" \
     "$(get p50-ms)" "$(get p99-ms)" "$(get max-ms)" "$(get steady-p50-ms)" "$(get steady-p99-ms)"

@@ -36,12 +36,12 @@ cell() { awk -F' *\\| *' -v t="$1" -v c="$2" '$2 == 2 && $3 == t { n++; if (n ==
 below_1s() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1000) }'; }
 for t in decoder published; do
   check "$t: 120 frames at the sink" "[ '$(cell $t 3 1)' = 120 ]"
-  p50=$(cell $t 8 2) p99=$(cell $t 9 2)
+  p50=$(cell $t 7 2) p99=$(cell $t 8 2)
   check "$t: last packet → sink p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
   threads=$(cell $t 4 2) rss=$(cell $t 5 2)
   check "$t: the receiver's footprint read ($threads threads, $rss MB)" "[ '${threads:-0}' -gt 1 ] && [ '${rss:-0}' -gt 1 ]"
 done
-check "published: 120 frames published" "[ '$(cell published 13 2)' = 120 ]"
-p50=$(cell published 15 2) p99=$(cell published 16 2)
+check "published: 120 frames published" "[ '$(cell published 12 2)' = 120 ]"
+p50=$(cell published 14 2) p99=$(cell published 15 2)
 check "published: last packet → message p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
 exit $fail
