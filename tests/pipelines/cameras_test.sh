@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# pipelines/cameras.sh as a site runs it, on one host: two RTP/H.264
-# cameras over UDP on 127.0.0.1 (videotestsrc ! x264enc ! rtph264pay !
-# udpsink, 90 frames each), an RTSP camera (gst-rtsp-server,
-# rtsp_camera.py), a mosquitto broker started here, and the receiver
-# scoring all three on the CPU backend and publishing to the broker and to
-# JSON lines. Camera "door" stops for a second after 45 frames and
+# pipelines/cameras.sh as a site runs it: on one side of a veth pair (a
+# network namespace, the site) two RTP/H.264 cameras over UDP
+# (videotestsrc ! x264enc ! rtph264pay ! udpsink, 90 frames each), an
+# RTSP camera (gst-rtsp-server, rtsp_camera.py) and a mosquitto broker
+# started here; on the other (the GPU host) the receiver, scoring all three
+# on the CPU backend and publishing to the broker and to JSON lines.
+# Without root, all of it on 127.0.0.1. Camera "door" stops for a second after 45 frames and
 # comes back (a new sender, as a restarted camera); camera "yard" loses 5%
 # of its packets. Every frame is accounted for: door's 90 frames all scored
 # and published, its pause counted as ~30 frames missing; yard's scored and
@@ -14,8 +15,9 @@
 # subscriber got. The RTSP camera "gate" is killed 2 s into the run and
 # started again 1.5 s later: the others go on, the receiver says so and
 # tries again until gate is back, and gate's frames after the gap are
-# scored, the gap counted as missing. (The per-camera count lines cameras.sh prints at the end
-# are scorepublish's summaries, which publish_test.py checks.)
+# scored, the gap counted as missing. (The per-camera count lines
+# cameras.sh prints at the end are scorepublish's summaries, which
+# publish_test.py checks.)
 # PP_TEST_BACKEND=cuda runs the same with nvh264dec and the CUDA backend
 # (the GPU suite), the frames reaching cudamlp in CUDA memory.
 set -euo pipefail
@@ -33,38 +35,54 @@ command -v mosquitto > /dev/null && command -v mosquitto_sub > /dev/null ||
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$work"' EXIT
+# The site: the cameras and the broker on one host (network namespace),
+# the receiver on another, joined by a veth pair (tests/pipelines/netns-pair.sh);
+# where namespaces cannot be made (no root), all of it on 127.0.0.1.
+. "$here/netns-pair.sh"
+trap 'kill "${pids[@]}" 2> /dev/null || true; netns_pair_down; rm -rf "$work"' EXIT
+if netns_pair_up > "$work/netns.log" 2>&1; then
+  site=(ip netns exec "$cap") receiver=(ip netns exec "$gpu")
+  site_host=10.213.0.1 receiver_host=10.213.0.2
+else
+  site=() receiver=() site_host=127.0.0.1 receiver_host=127.0.0.1
+fi
+echo "cameras and broker at $site_host, the receiver at $receiver_host"
 free_port() { "$py" -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 broker_port=$(free_port SOCK_STREAM) door=$(free_port SOCK_DGRAM) yard=$(free_port SOCK_DGRAM)
 rtsp=$(free_port SOCK_STREAM)
-printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://127.0.0.1:%s/cam\n' "$door" "$yard" "$rtsp" \
-  > "$work/cameras.txt"
-"$py" "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp.log" 2>&1 & pids=($!)
+printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://%s:%s/cam\n' "$door" "$yard" "$site_host" \
+  "$rtsp" > "$work/cameras.txt"
+"${site[@]}" "$py" "$here/rtsp_camera.py" "$rtsp" "$site_host" > "$work/rtsp.log" 2>&1 & pids=($!)
 
-mosquitto -p "$broker_port" > "$work/broker.log" 2>&1 & pids+=($!)
+printf 'listener %s %s\nallow_anonymous true\n' "$broker_port" "$site_host" > "$work/broker.conf"
+"${site[@]}" mosquitto -c "$work/broker.conf" > "$work/broker.log" 2>&1 & pids+=($!)
 sleep 0.5
-mosquitto_sub -p "$broker_port" -t 'pingpong/#' -q 1 -v > "$work/messages.txt" & pids+=($!)
+"${site[@]}" mosquitto_sub -h "$site_host" -p "$broker_port" -t 'pingpong/#' -q 1 -v \
+  > "$work/messages.txt" & pids+=($!)
 
 send() { # port frames drop-probability
-  gst-launch-1.0 -q videotestsrc is-live=true num-buffers="$2" \
+  "${site[@]}" gst-launch-1.0 -q videotestsrc is-live=true num-buffers="$2" \
     ! video/x-raw,format=I420,width=128,height=96,framerate=30/1 \
     ! x264enc tune=zerolatency key-int-max=15 speed-preset=ultrafast \
     ! rtph264pay config-interval=1 pt=96 ! identity drop-probability="$3" \
-    ! udpsink host=127.0.0.1 port="$1"
+    ! udpsink host="$receiver_host" port="$1"
 }
 # The cameras start once the receiver listens (a packet sent before is
 # lost where nothing can count it: the receiver starts in 1-3 s, CUDA's
 # and the plugins' loading included).
-listening() { grep -q "$(printf ':%04X ' "$1")" /proc/net/udp /proc/net/udp6 2> /dev/null; }
+listening() {
+  "${receiver[@]}" cat /proc/net/udp /proc/net/udp6 2> /dev/null | grep -q "$(printf ':%04X ' "$1")"
+}
 receiver_up() { for _ in $(seq 300); do listening "$door" && listening "$yard" && return; sleep 0.1; done; }
 (receiver_up; send "$yard" 90 0.05 & send "$door" 45 0; sleep 1; send "$door" 45 0; wait) \
   > "$work/senders.log" 2>&1 & pids+=($!)
 rtsp_pid=${pids[0]}
 (receiver_up; sleep 2; kill "$rtsp_pid"; sleep 1.5
-  exec "$py" "$here/rtsp_camera.py" "$rtsp" > "$work/rtsp2.log" 2>&1) & pids+=($!)
+  exec "${site[@]}" "$py" "$here/rtsp_camera.py" "$rtsp" "$site_host" > "$work/rtsp2.log" 2>&1) &
+pids+=($!)
 status=0
-BACKEND=$backend DECODER=$decoder DURATION=9 BROKER=127.0.0.1:$broker_port OUT_DIR="$work/scores" \
-  "$here/../../pipelines/cameras.sh" "$work/cameras.txt" > "$work/summary.txt" 2> "$work/stderr.txt" ||
+BACKEND=$backend DECODER=$decoder DURATION=9 BROKER=$site_host:$broker_port OUT_DIR="$work/scores" \
+  "${receiver[@]}" "$here/../../pipelines/cameras.sh" "$work/cameras.txt" > "$work/summary.txt" 2> "$work/stderr.txt" ||
   status=$?
 cat "$work/summary.txt" "$work/stderr.txt"
 sleep 0.5

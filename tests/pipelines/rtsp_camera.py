@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """An RTSP camera for the tests, on gst-rtsp-server: H.264 of a live test
-picture at 30 fps, 128x96, at rtsp://127.0.0.1:PORT/cam, shared by every
-client, until killed.
+picture at 30 fps, 128x96, at rtsp://ADDRESS:PORT/cam (ADDRESS 127.0.0.1
+unless given), shared by every client, until killed.
 
-    rtsp_camera.py PORT"""
+    rtsp_camera.py PORT [ADDRESS]"""
 import sys
 
 import gi
@@ -17,7 +17,8 @@ from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 def main():
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
-    server.set_address("127.0.0.1")
+    address = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    server.set_address(address)
     server.set_service(sys.argv[1])
     factory = GstRtspServer.RTSPMediaFactory()
     factory.set_launch(
@@ -27,7 +28,7 @@ def main():
     factory.set_shared(True)
     server.get_mount_points().add_factory("/cam", factory)
     server.attach(None)
-    print(f"rtsp://127.0.0.1:{sys.argv[1]}/cam", flush=True)
+    print(f"rtsp://{address}:{sys.argv[1]}/cam", flush=True)
     GLib.MainLoop().run()
 
 
