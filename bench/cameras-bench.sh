@@ -51,8 +51,6 @@ out=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2> /dev/null || true; rm -rf "$out"' EXIT
 rows=()
-# The host's CPU ticks, busy and all (/proc/stat), for its load while the
-# cameras send.
 # The receiver's threads, resident memory (MB) and GPU memory (MB,
 # nvidia-smi's for the process, where there is one), mid-run. (CUDA's
 # pinned host memory is resident; /proc's VmPin does not count it.)
@@ -63,6 +61,8 @@ footprint() {
     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2> /dev/null |
     awk -F', *' -v p="$1" '$1 == p { printf " gpu-mb=%s", $2 }'
 }
+# The host's CPU ticks, busy and all (/proc/stat), for its load while the
+# cameras send.
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms; $mlp"
 echo "| cameras | after the decoder | frames at the sink | of sent | cameras complete | decoder → sink p50 µs | p99 µs | max µs | fewest frames of a camera | repeated frames | receiver ready after ms |"
