@@ -5,8 +5,10 @@
 # camera's scores published to the bench's broker. Both tables must count
 # every frame (120 at the sink; 120 published, each matched to its last
 # packet) and give each frame's time from its last packet to the sink and
-# to its message: finite, positive and under a second on an idle host; and
-# the receiver's threads and memory, read halfway.
+# to its message: finite, positive and under 3 s (a few ms where the host
+# is idle; CI's sanitizer runs on a busy host have given 0.6 s); and the
+# receiver's threads and memory, read halfway. The model is small (16
+# hidden units): what is tested is the bench, not the scoring.
 #   cameras_bench_test.sh PP-CAMERAS-RECEIVER
 set -euo pipefail
 for e in x264enc avdec_h264 mp4mux qtdemux scorepublish; do
@@ -24,7 +26,8 @@ gst-launch-1.0 -q -e videotestsrc num-buffers=60 pattern=ball \
 # Two even ports apart, likely free: the cameras' (the bench's default 5000
 # may be another test's).
 base=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1] & ~1)')
-BASE_PORT=$base PP_CAMERAS_RECEIVER=$1 TAILS="decoder published" DECODER=avdec_h264 BACKEND=cpu LATENCY=0 \
+MLP_ARGS="hidden-size=16" BASE_PORT=$base PP_CAMERAS_RECEIVER=$1 TAILS="decoder published" \
+  DECODER=avdec_h264 BACKEND=cpu LATENCY=0 \
   "$here/../../bench/cameras-bench.sh" "$work/clip.mp4" 60 2 > "$work/tables.md"
 cat "$work/tables.md"
 fail=0
@@ -33,15 +36,15 @@ check() { # description, condition
 }
 # A table row's cells, by column (1: the first cell).
 cell() { awk -F' *\\| *' -v t="$1" -v c="$2" '$2 == 2 && $3 == t { n++; if (n == '"$3"') print $(c + 1) }' "$work/tables.md"; }
-below_1s() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1000) }'; }
+below_3s() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 3000) }'; }
 for t in decoder published; do
   check "$t: 120 frames at the sink" "[ '$(cell $t 3 1)' = 120 ]"
   p50=$(cell $t 7 2) p99=$(cell $t 8 2)
-  check "$t: last packet → sink p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
+  check "$t: last packet → sink p50 $p50 ms, p99 $p99 ms" "below_3s '$p50' && below_3s '$p99'"
   threads=$(cell $t 4 2) rss=$(cell $t 5 2)
   check "$t: the receiver's footprint read ($threads threads, $rss MB)" "[ '${threads:-0}' -gt 1 ] && [ '${rss:-0}' -gt 1 ]"
 done
 check "published: 120 frames published" "[ '$(cell published 12 2)' = 120 ]"
 p50=$(cell published 14 2) p99=$(cell published 15 2)
-check "published: last packet → message p50 $p50 ms, p99 $p99 ms" "below_1s '$p50' && below_1s '$p99'"
+check "published: last packet → message p50 $p50 ms, p99 $p99 ms" "below_3s '$p50' && below_3s '$p99'"
 exit $fail
