@@ -98,11 +98,13 @@ pp_arrivals_at_sink(PpArrivals *a, GstClockTime pts)
   const gint64 now = g_get_real_time();
   g_mutex_lock(&a->lock);
   /* From the newest back: a frame is found as many steps back as the
-   * decoder and what follows it lag behind the socket. */
+   * decoder and what follows it lag behind the socket. The jitterbuffer
+   * gives them in timestamp order, so past an older one none matches (a
+   * timestamp the decoder made up costs no walk through the whole run). */
   for (guint i = 0; i < a->frames->len; i++) {
     arrival *f = &g_array_index(a->frames, arrival, a->frames->len - 1 - i);
-    if (f->pts == pts) {
-      if (!f->sink_us)
+    if (f->pts <= pts) {
+      if (f->pts == pts && !f->sink_us)
         f->sink_us = now;
       break;
     }
