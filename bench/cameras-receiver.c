@@ -4,7 +4,8 @@
  *
  *   udpsrc ! rtpjitterbuffer ! rtph264depay ! h264parse ! DECODER ! TAIL ! SINK
  *
- * in one pipeline, for DURATION seconds after "ready" (printed once the
+ * in one pipeline (camera i in a bin named cam<i>), for DURATION seconds
+ * after "ready" (printed once the
  * pipeline plays, for the sender to start). Per camera it counts the
  * frames that reached the sink, and each frame's time from the decoder's
  * output to the sink (the TAIL: cudamlp, or nothing). At the end one line
@@ -31,10 +32,18 @@
  * number, so each camera's scorepublish can name its stream
  * (--sink "scorepublish stream-name=cam{cam} … sync=false").
  *
+ * With --contexts K (GStreamer's CUDA library), camera i's elements get
+ * the CUDA context i mod K of K made here, where by default the first
+ * element to ask makes one that all the pipeline's elements share: the
+ * decoders of a context wait on each other (NVDEC synchronizes the whole
+ * context for each frame), and so do cudamlps, whose shared backend is
+ * one per context.
+ *
  *   pp-cameras-receiver --cameras N [--base-port 5000] [--duration 30]
  *                       [--decoder nvh264dec] [--tail "cudamlp shared=true …"]
  *                       [--sink "fakesink sync=false async=false"]
- *                       [--latency 100] [--expect 600] [--arrivals FILE] */
+ *                       [--latency 100] [--expect 600] [--arrivals FILE]
+ *                       [--contexts 1] */
 #include <errno.h>
 #include <gst/gst.h>
 #include <stdio.h>
@@ -43,6 +52,13 @@
 
 #include "packet-arrivals.h"
 #include "stamp-ring.h"
+
+#ifdef PP_HAVE_GST_CUDA
+#define GST_USE_UNSTABLE_API
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
 
 #define RTP_CAPS "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
 #define DEFAULT_SINK "fakesink sync=false async=false"
@@ -157,6 +173,89 @@ print_plan(GstElement *pipeline)
   gst_iterator_free(it);
 }
 
+/* K CUDA contexts, camera i's elements given context i mod K as they ask. */
+typedef struct {
+  GstContext **contexts;
+  gint n;
+} context_groups;
+
+#ifdef PP_HAVE_GST_CUDA
+/* The number of the camera whose bin (cam<i>) holds the object, or -1. */
+static gint
+camera_of(GstObject *object)
+{
+  gint camera = -1;
+  GstObject *o = gst_object_ref(object);
+  while (o && camera < 0) {
+    if (GST_IS_BIN(o) && g_str_has_prefix(GST_OBJECT_NAME(o), "cam"))
+      camera = atoi(GST_OBJECT_NAME(o) + 3);
+    GstObject *parent = gst_object_get_parent(o);
+    gst_object_unref(o);
+    o = parent;
+  }
+  if (o)
+    gst_object_unref(o);
+  return camera;
+}
+
+static GstBusSyncReply
+on_need_context(GstBus *bus, GstMessage *msg, gpointer data)
+{
+  (void) bus;
+  const context_groups *groups = data;
+  const gchar *type = NULL;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT &&
+      gst_message_parse_context_type(msg, &type) && g_str_equal(type, GST_CUDA_CONTEXT_TYPE)) {
+    const gint camera = camera_of(GST_MESSAGE_SRC(msg));
+    if (camera >= 0)
+      gst_element_set_context(GST_ELEMENT(GST_MESSAGE_SRC(msg)),
+                              groups->contexts[camera % groups->n]);
+  }
+  return GST_BUS_PASS;
+}
+
+static int
+make_contexts(context_groups *groups, GstElement *pipeline)
+{
+  if (!gst_cuda_load_library()) {
+    fprintf(stderr, "--contexts: GStreamer's CUDA library found no CUDA driver\n");
+    return -1;
+  }
+  groups->contexts = g_new0(GstContext *, groups->n);
+  for (gint i = 0; i < groups->n; i++) {
+    GstCudaContext *cuda = gst_cuda_context_new(0);
+    if (!cuda) {
+      fprintf(stderr, "--contexts: CUDA context %d of %d not made\n", i + 1, groups->n);
+      return -1;
+    }
+    groups->contexts[i] = gst_context_new_cuda_context(cuda);
+    gst_object_unref(cuda);
+  }
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_bus_set_sync_handler(bus, on_need_context, groups, NULL);
+  gst_object_unref(bus);
+  return 0;
+}
+#else
+static int
+make_contexts(context_groups *groups, GstElement *pipeline)
+{
+  (void) groups;
+  (void) pipeline;
+  fprintf(stderr, "--contexts needs GStreamer's CUDA library (built without it)\n");
+  return -1;
+}
+#endif
+
+static void
+free_contexts(context_groups *groups)
+{
+  for (gint i = 0; groups->contexts && i < groups->n; i++)
+    if (groups->contexts[i])
+      gst_context_unref(groups->contexts[i]);
+  g_free(groups->contexts);
+}
+
 static int
 write_arrivals(const char *path, const camera *cameras, gint n)
 {
@@ -178,7 +277,7 @@ write_arrivals(const char *path, const camera *cameras, gint n)
 int
 main(int argc, char **argv)
 {
-  gint n = 1, base_port = 5000, duration = 30, latency = 100, expect = 0;
+  gint n = 1, base_port = 5000, duration = 30, latency = 100, expect = 0, contexts = 1;
   gchar *decoder = NULL, *tail = NULL, *sink = NULL, *arrivals = NULL;
   const GOptionEntry entries[] = {
     { "cameras", 0, 0, G_OPTION_ARG_INT, &n, "cameras (1)", "N" },
@@ -192,14 +291,16 @@ main(int argc, char **argv)
     { "expect", 0, 0, G_OPTION_ARG_INT, &expect, "frames each camera sends (for complete=)", "F" },
     { "arrivals", 0, 0, G_OPTION_ARG_FILENAME, &arrivals,
       "write each frame's last packet's arrival here", "FILE" },
+    { "contexts", 0, 0, G_OPTION_ARG_INT, &contexts,
+      "CUDA contexts the cameras are spread over (1: the pipeline's one)", "K" },
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new("- RTP cameras in, frames counted");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_add_group(ctx, gst_init_get_option_group());
   GError *err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || n < 1) {
-    fprintf(stderr, "%s\n", err ? err->message : "--cameras must be at least 1");
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || n < 1 || contexts < 1) {
+    fprintf(stderr, "%s\n", err ? err->message : "--cameras and --contexts must be at least 1");
     return 2;
   }
   g_option_context_free(ctx);
@@ -210,10 +311,11 @@ main(int argc, char **argv)
     g_string_replace(t, "{cam}", number, 0);
     g_string_replace(last, "{cam}", number, 0);
     g_string_append_printf(desc,
+                           "bin.( name=cam%d "
                            "udpsrc name=src%d port=%d buffer-size=4194304 caps=\"%s\" ! "
                            "rtpjitterbuffer name=jb%d latency=%d ! rtph264depay ! h264parse ! %s "
-                           "name=dec%d ! %s%s %s name=sink%d ",
-                           i, base_port + 2 * i, RTP_CAPS, i, latency,
+                           "name=dec%d ! %s%s %s name=sink%d ) ",
+                           i, i, base_port + 2 * i, RTP_CAPS, i, latency,
                            decoder ? decoder : "nvh264dec", i, t->str, t->len ? " !" : "",
                            last->str, i);
     g_string_free(t, TRUE);
@@ -225,6 +327,9 @@ main(int argc, char **argv)
     fprintf(stderr, "pipeline: %s\n", err ? err->message : "not built");
     return 1;
   }
+  context_groups groups = { .n = contexts };
+  if (contexts > 1 && make_contexts(&groups, pipeline) < 0)
+    return 1;
   camera *cameras = g_new0(camera, n);
   for (gint i = 0; i < n; i++) {
     g_mutex_init(&cameras[i].lock);
@@ -285,6 +390,7 @@ main(int argc, char **argv)
   g_free(cameras);
   gst_object_unref(bus);
   gst_object_unref(pipeline);
+  free_contexts(&groups);
   g_free(decoder);
   g_free(tail);
   g_free(sink);
