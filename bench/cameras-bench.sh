@@ -3,13 +3,16 @@
 # Cameras per GPU: N RTP/H.264 cameras on loopback, one sender process
 # replaying an encoded clip per camera paced by the clock (filesrc !
 # qtdemux ! h264parse ! rtph264pay ! udpsink sync=true: sending costs no
-# encoding; the cameras' frames spread evenly over a frame period, as
-# cameras that were not switched on together send them), one receiver process (pp-cameras-receiver) decoding every
+# encoding; the cameras' starts spread evenly over SPREAD_MS, by default
+# the clip's keyframe interval, so that their keyframes, as independent
+# cameras' do, arrive spread over the second rather than all in one frame
+# period), one receiver process (pp-cameras-receiver) decoding every
 # camera with nvh264dec and then, per TAILS entry, nothing (the decoders
 # alone), cudamlp with hd's model on a backend shared by all the cameras,
 # or one cudamlp backend per camera, or the shared backend with each
 # camera's scores published to a mosquitto broker started here
-# (*published*: scorepublish, QoS 1). Per N and tail one line: frames that
+# (*published*: scorepublish, QoS 1; *published-own*: the same on a
+# backend per camera). Per N and tail one line: frames that
 # reached the sink of all sent (and cameras that got every frame), and the
 # time from the decoder's output to the sink, p50/p99/max over every frame.
 # Then a second table, a row per N and tail: the host's CPU load, the
@@ -21,10 +24,15 @@
 # "steady": frames 5 s or more after their camera's first).
 #
 #   bench/cameras-bench.sh CLIP.mp4 FRAMES "32 96 192"
-#   TAILS="decoder shared own" (default; or published), LATENCY=100 (ms, the jitterbuffer's),
+#   TAILS="decoder shared own" (default; or published, published-own), LATENCY=100 (ms, the jitterbuffer's),
 #   DECODER=nvh264dec, BACKEND=cuda (avdec_h264 and cpu try it without a GPU),
 #   MLP_ARGS="slots=4" (more of cudamlp's properties), BASE_PORT=5000 (camera i
-#   on UDP port BASE_PORT + 2i)
+#   on UDP port BASE_PORT + 2i), SPREAD_MS=1000 (camera i starts i/N of it
+#   late; 33 puts every camera's keyframe in the same frame period),
+#   CONTEXTS=1 (CUDA contexts the receiver spreads the cameras over: camera i
+#   in context i mod CONTEXTS, a shared backend each), STEADY_S=5 (the
+#   steady columns: frames that arrived this long or more after their
+#   camera's first)
 #
 # The clip: 1080p30 H.264 at 6 Mbit/s, keyframes every second, e.g.
 #   gst-launch-1.0 -e videotestsrc num-buffers=600 pattern=snow !
@@ -40,11 +48,14 @@ counts=${3:-32 96 192}
 TAILS=${TAILS:-decoder shared own}
 LATENCY=${LATENCY:-100}
 BASE_PORT=${BASE_PORT:-5000}
+SPREAD_MS=${SPREAD_MS:-1000}
+CONTEXTS=${CONTEXTS:-1}
+export STEADY_S=${STEADY_S:-5}
 DECODER=${DECODER:-nvh264dec}
 mlp="cudamlp backend=${BACKEND:-cuda} mapping=patches patch-size=8 hidden-size=256 ${MLP_ARGS:-}"
 broker_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 declare -A tails=([decoder]="" [shared]="$mlp shared=true" [own]="$mlp shared=false"
-  [published]="$mlp shared=true")
+  [published]="$mlp shared=true" [published-own]="$mlp shared=false")
 # The clip's length, and time for the receiver to start and drain.
 duration=$((frames / 30 + 8))
 out=$(mktemp -d)
@@ -64,14 +75,14 @@ footprint() {
 # The host's CPU ticks, busy and all (/proc/stat), for its load while the
 # cameras send.
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
-echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms; $mlp"
+echo "# $(date -u +%F): $clip, $frames frames per camera at 30 fps, jitterbuffer ${LATENCY} ms, starts spread over ${SPREAD_MS} ms, ${CONTEXTS} CUDA context(s), steady from ${STEADY_S} s; $mlp"
 echo "| cameras | after the decoder | frames at the sink | of sent | cameras complete | decoder → sink p50 µs | p99 µs | max µs | fewest frames of a camera | repeated frames | receiver ready after ms |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $counts; do
   for t in $TAILS; do
-    extra=(--arrivals "$out/arrivals")
+    extra=(--arrivals "$out/arrivals" --contexts "$CONTEXTS")
     rm -f "$out/messages"
-    if [ "$t" = published ]; then
+    if [[ $t == published* ]]; then
       # A broker for thousands of QoS 1 messages a second to one
       # subscriber: mosquitto's defaults send it 20 at a time and drop
       # what queues past 1,000.
@@ -95,7 +106,7 @@ for n in $counts; do
     for i in $(seq 0 $((n - 1))); do
       senders+=(filesrc location="$clip" ! qtdemux ! h264parse config-interval=-1 !
         rtph264pay config-interval=-1 pt=96 ! udpsink host=127.0.0.1 port=$((BASE_PORT + 2 * i))
-        sync=true ts-offset=$((33333333 * i / n)))
+        sync=true ts-offset=$((SPREAD_MS * 1000000 * i / n)))
     done
     cpu0=$(cpu_ticks)
     (sleep $((frames / 60 + 1)); footprint "$rpid" > "$out/footprint") &
@@ -109,7 +120,7 @@ for n in $counts; do
       "$(get frames)" "$(awk -v f="$(get frames)" -v e="$(get expected)" 'BEGIN { print f / e }')" \
       "$(get complete)" "$n" "$(get latency-p50-us)" "$(get p99-us)" "$(get max-us)" \
       "$(get worst-camera-frames)" "$(get repeats)" "$ready"
-    if [ "$t" = published ]; then
+    if [[ $t == published* ]]; then
       sleep 1
       kill "${pids[@]}" 2> /dev/null || true
       wait "${pids[@]}" 2> /dev/null || true

@@ -9,8 +9,9 @@ measured, the messages a subscriber got (mosquitto_sub -F '%U %p':
 stream named cam<CAMERA>), matched by camera and timestamp. A frame
 published twice (the decoder repeating it) counts once, at its first
 message. Both sides read the wall clock of one host. Percentiles over every
-frame, and over the steady part: frames that arrived STEADY_S (5) seconds
-or more after their camera's first (decoders and the plan start meanwhile).
+frame, and over the steady part: frames that arrived STEADY_S seconds
+(the environment's, 5 if unset) or more after their camera's first
+(decoders and the plan start meanwhile, and catch up on what queued).
 
     packet-latency.py ARRIVALS [MESSAGES]
 
@@ -19,9 +20,10 @@ prints one line of key=value, milliseconds:
     arrivals=A at-sink=S sink-p50-ms=… sink-p99-ms=… sink-max-ms=… steady-sink-p99-ms=…
     [messages=M frames-published=F p50-ms=… p99-ms=… max-ms=… steady-p50-ms=… steady-p99-ms=…]"""
 import json
+import os
 import sys
 
-STEADY_S = 5
+STEADY_S = float(os.environ.get("STEADY_S", "5"))
 
 
 def percentile(values, q):
