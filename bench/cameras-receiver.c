@@ -50,15 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context-groups.h"
 #include "packet-arrivals.h"
 #include "stamp-ring.h"
-
-#ifdef PP_HAVE_GST_CUDA
-#define GST_USE_UNSTABLE_API
-#include <gst/cuda/gstcudacontext.h>
-#include <gst/cuda/gstcudaloader.h>
-#include <gst/cuda/gstcudautils.h>
-#endif
 
 #define RTP_CAPS "application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96"
 #define DEFAULT_SINK "fakesink sync=false async=false"
@@ -173,89 +167,6 @@ print_plan(GstElement *pipeline)
   gst_iterator_free(it);
 }
 
-/* K CUDA contexts, camera i's elements given context i mod K as they ask. */
-typedef struct {
-  GstContext **contexts;
-  gint n;
-} context_groups;
-
-#ifdef PP_HAVE_GST_CUDA
-/* The number of the camera whose bin (cam<i>) holds the object, or -1. */
-static gint
-camera_of(GstObject *object)
-{
-  gint camera = -1;
-  GstObject *o = gst_object_ref(object);
-  while (o && camera < 0) {
-    if (GST_IS_BIN(o) && g_str_has_prefix(GST_OBJECT_NAME(o), "cam"))
-      camera = atoi(GST_OBJECT_NAME(o) + 3);
-    GstObject *parent = gst_object_get_parent(o);
-    gst_object_unref(o);
-    o = parent;
-  }
-  if (o)
-    gst_object_unref(o);
-  return camera;
-}
-
-static GstBusSyncReply
-on_need_context(GstBus *bus, GstMessage *msg, gpointer data)
-{
-  (void) bus;
-  const context_groups *groups = data;
-  const gchar *type = NULL;
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT &&
-      gst_message_parse_context_type(msg, &type) && g_str_equal(type, GST_CUDA_CONTEXT_TYPE)) {
-    const gint camera = camera_of(GST_MESSAGE_SRC(msg));
-    if (camera >= 0)
-      gst_element_set_context(GST_ELEMENT(GST_MESSAGE_SRC(msg)),
-                              groups->contexts[camera % groups->n]);
-  }
-  return GST_BUS_PASS;
-}
-
-static int
-make_contexts(context_groups *groups, GstElement *pipeline)
-{
-  if (!gst_cuda_load_library()) {
-    fprintf(stderr, "--contexts: GStreamer's CUDA library found no CUDA driver\n");
-    return -1;
-  }
-  groups->contexts = g_new0(GstContext *, groups->n);
-  for (gint i = 0; i < groups->n; i++) {
-    GstCudaContext *cuda = gst_cuda_context_new(0);
-    if (!cuda) {
-      fprintf(stderr, "--contexts: CUDA context %d of %d not made\n", i + 1, groups->n);
-      return -1;
-    }
-    groups->contexts[i] = gst_context_new_cuda_context(cuda);
-    gst_object_unref(cuda);
-  }
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_bus_set_sync_handler(bus, on_need_context, groups, NULL);
-  gst_object_unref(bus);
-  return 0;
-}
-#else
-static int
-make_contexts(context_groups *groups, GstElement *pipeline)
-{
-  (void) groups;
-  (void) pipeline;
-  fprintf(stderr, "--contexts needs GStreamer's CUDA library (built without it)\n");
-  return -1;
-}
-#endif
-
-static void
-free_contexts(context_groups *groups)
-{
-  for (gint i = 0; groups->contexts && i < groups->n; i++)
-    if (groups->contexts[i])
-      gst_context_unref(groups->contexts[i]);
-  g_free(groups->contexts);
-}
-
 static int
 write_arrivals(const char *path, const camera *cameras, gint n)
 {
@@ -327,9 +238,14 @@ main(int argc, char **argv)
     fprintf(stderr, "pipeline: %s\n", err ? err->message : "not built");
     return 1;
   }
-  context_groups groups = { .n = contexts };
-  if (contexts > 1 && make_contexts(&groups, pipeline) < 0)
-    return 1;
+  PpContextGroups *groups = NULL;
+  if (contexts > 1) {
+    g_autofree gchar *why = NULL;
+    if (!(groups = pp_context_groups_new(pipeline, contexts, &why))) {
+      fprintf(stderr, "--contexts: %s\n", why);
+      return 1;
+    }
+  }
   camera *cameras = g_new0(camera, n);
   for (gint i = 0; i < n; i++) {
     g_mutex_init(&cameras[i].lock);
@@ -390,7 +306,7 @@ main(int argc, char **argv)
   g_free(cameras);
   gst_object_unref(bus);
   gst_object_unref(pipeline);
-  free_contexts(&groups);
+  pp_context_groups_free(groups);
   g_free(decoder);
   g_free(tail);
   g_free(sink);
