@@ -34,6 +34,11 @@
 #   steady columns: frames that arrived this long or more after their
 #   camera's first)
 #
+# Near as many cameras as the decoders take, run a minute a camera
+# (bench/loop-clip.py CLIP.mp4 LONG.mp4 3; STEADY_S=25): NVDEC takes
+# seconds to come up to speed as the cameras' sessions open, and what
+# queues meanwhile takes tens of seconds to drain, most of a 20 s run.
+#
 # The clip: 1080p30 H.264 at 6 Mbit/s, keyframes every second, e.g.
 #   gst-launch-1.0 -e videotestsrc num-buffers=600 pattern=snow !
 #     video/x-raw,format=I420,width=1920,height=1080,framerate=30/1 !
