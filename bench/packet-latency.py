@@ -30,10 +30,12 @@ def percentile(values, q):
     return values[int(q * (len(values) - 1))] if values else float("nan")
 
 
-def spread(name, pairs, first, qs):
-    """pairs: (key, latency ms); first: each camera's first arrival (µs)."""
-    every = sorted(ms for _, ms in pairs)
-    steady = sorted(ms for (k, ms) in pairs if k[2] - first[k[0]] >= STEADY_S * 1_000_000)
+def spread(name, samples, first, qs):
+    """samples: (camera, its last packet's arrival µs, latency ms) a frame;
+    first: each camera's first arrival (µs)."""
+    every = sorted(ms for _, _, ms in samples)
+    steady = sorted(ms for camera, arrival, ms in samples
+                    if arrival - first[camera] >= STEADY_S * 1_000_000)
     out = [f"{name}p{round(q * 100)}-ms={percentile(every, q):.2f}" for q in qs]
     out.append(f"{name}max-ms={percentile(every, 1.0):.2f}")
     out += [f"steady-{name}p{round(q * 100)}-ms={percentile(steady, q):.2f}" for q in qs]
@@ -48,8 +50,7 @@ def main():
         if key not in arrivals:
             arrivals[key] = (int(arrival_us), int(sink_us))
             first[key[0]] = min(first.get(key[0], int(arrival_us)), int(arrival_us))
-    # Keys carry their arrival, for the steady part.
-    sink = [((k[0], k[1], a), (s - a) / 1000.0) for k, (a, s) in arrivals.items() if s]
+    sink = [(camera, a, (s - a) / 1000.0) for (camera, _), (a, s) in arrivals.items() if s]
     words = [f"arrivals={len(arrivals)}", f"at-sink={len(sink)}"]
     words += spread("sink-", sink, first, (0.5, 0.99))
     if len(sys.argv) > 2:
@@ -64,7 +65,7 @@ def main():
             seconds, _, nanos = stamp.partition(".")
             unix_us = int(seconds) * 1_000_000 + int(nanos.ljust(9, "0")[:6])
             published.setdefault((m["stream"], m["pts"]), unix_us)
-        broker = [((k[0], k[1], arrivals[k][0]), (t - arrivals[k][0]) / 1000.0)
+        broker = [(k[0], arrivals[k][0], (t - arrivals[k][0]) / 1000.0)
                   for k, t in published.items() if k in arrivals]
         words += [f"messages={messages}", f"frames-published={len(published)}"]
         words += spread("", broker, first, (0.5, 0.99))
