@@ -18,13 +18,14 @@
 # Then a second table, a row per N and tail: the host's CPU load, the
 # receiver's threads, resident and GPU memory halfway through, each
 # frame's time from its last packet out of the receiver's socket to the
-# sink and, for
-# *published*, the messages a subscriber got and each frame's time from
-# that packet to its message at the subscriber (bench/packet-latency.py;
-# "steady": frames 5 s or more after their camera's first).
+# sink and, for *published*, the messages a subscriber got and each
+# frame's time from that packet to its message at the subscriber
+# (bench/packet-latency.py; "steady": frames STEADY_S or more after their
+# camera's first).
 #
 #   bench/cameras-bench.sh CLIP.mp4 FRAMES "32 96 192"
-#   TAILS="decoder shared own" (default; or published, published-own), LATENCY=100 (ms, the jitterbuffer's),
+#   TAILS="decoder shared own" (default; or published, published-own),
+#   LATENCY=100 (ms, the jitterbuffer's),
 #   DECODER=nvh264dec, BACKEND=cuda (avdec_h264 and cpu try it without a GPU),
 #   MLP_ARGS="slots=4" (more of cudamlp's properties), BASE_PORT=5000 (camera i
 #   on UDP port BASE_PORT + 2i), SPREAD_MS=1000 (camera i starts i/N of it

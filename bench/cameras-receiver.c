@@ -5,8 +5,8 @@
  *   udpsrc ! rtpjitterbuffer ! rtph264depay ! h264parse ! DECODER ! TAIL ! SINK
  *
  * in one pipeline (camera i in a bin named cam<i>), for DURATION seconds
- * after "ready" (printed once the
- * pipeline plays, for the sender to start). Per camera it counts the
+ * after "ready" (printed once the pipeline plays, for the sender to
+ * start). Per camera it counts the
  * frames that reached the sink, and each frame's time from the decoder's
  * output to the sink (the TAIL: cudamlp, or nothing). At the end one line
  * of totals and latency percentiles over every frame of every camera:
@@ -243,6 +243,8 @@ main(int argc, char **argv)
     g_autofree gchar *why = NULL;
     if (!(groups = pp_context_groups_new(pipeline, contexts, &why))) {
       fprintf(stderr, "--contexts: %s\n", why);
+      gst_object_unref(pipeline);
+      g_free(decoder), g_free(tail), g_free(sink), g_free(arrivals);
       return 1;
     }
   }

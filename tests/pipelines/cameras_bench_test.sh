@@ -5,8 +5,8 @@
 # avdec_h264, then nothing or cudamlp with each camera's scores published
 # to the bench's broker. Both tables must count every frame (240 at the
 # sink: a timestamp that went back at the loop would count a frame as a
-# repeat; 240 published, each matched to its last packet) and give each frame's time from its last packet to the sink and
-# to its message: finite, positive and under 3 s (a few ms where the host
+# repeat; 240 published, each matched to its last packet) and give each
+# frame's time from its last packet to the sink and to its message: finite, positive and under 3 s (a few ms where the host
 # is idle; CI's sanitizer runs on a busy host have given 0.6 s); and the
 # receiver's threads and memory, read halfway. The model is small (16
 # hidden units): what is tested is the bench, not the scoring.

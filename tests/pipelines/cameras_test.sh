@@ -6,9 +6,9 @@
 # RTSP camera (gst-rtsp-server, rtsp_camera.py) and a mosquitto broker
 # started here; on the other (the GPU host) the receiver, scoring all three
 # on the CPU backend and publishing to the broker and to JSON lines.
-# Without root, all of it on 127.0.0.1. Camera "door" stops for a second after 45 frames and
-# comes back (a new sender, as a restarted camera); camera "yard" loses 5%
-# of its packets. Every frame is accounted for: door's 90 frames all scored
+# Without root, all of it on 127.0.0.1. Camera "door" stops for a second
+# after 45 frames and comes back (a new sender, as a restarted camera);
+# camera "yard" loses 5% of its packets. Every frame is accounted for: door's 90 frames all scored
 # and published, its pause counted as ~30 frames missing; yard's scored and
 # missing frames together 85–90 of 90 (a loss in the last frames leaves no
 # gap to count); every scored frame a line in the file and a message the
