@@ -359,9 +359,14 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   GST_INFO_OBJECT(self, "pushing %s", self->frames_out ? "frames with scores" : "tensors");
   GstCaps *out_caps = self->frames_out ? gst_caps_copy(caps)
                                        : pp_caps_for_outputs(model->o, layout.n, fps_n, fps_d);
-  const int rc = pp_engine_push_marker(self->engine, gst_event_new_caps(out_caps));
+  GstEvent *out_event = gst_event_new_caps(out_caps);
   gst_caps_unref(out_caps);
-  return rc == 0 ? CAPS_TAKEN : CAPS_FAILED;
+  /* Refused while flushing: a stop is under way. */
+  if (pp_engine_push_marker(self->engine, out_event) < 0) {
+    gst_event_unref(out_event);
+    return CAPS_FAILED;
+  }
+  return CAPS_TAKEN;
 }
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -372,13 +377,15 @@ gst_cuda_mlp_propose_allocation(GstCudaMlp *self, GstQuery *query)
   GstCaps *caps;
   gboolean need_pool;
   gst_query_parse_allocation(query, &caps, &need_pool);
-  if (!caps || !self->allocator)
-    return FALSE;
-
+  /* Upstream's query is not serialized with the stream: stop may be
+   * freeing the allocator meanwhile. */
   GST_OBJECT_LOCK(self);
+  g_autoptr(GstAllocator) allocator = self->allocator ? gst_object_ref(self->allocator) : NULL;
   const pp_mapping mapping = self->settings.mapping;
   const guint patch = self->settings.patch_size;
   GST_OBJECT_UNLOCK(self);
+  if (!caps || !allocator)
+    return FALSE;
   pp_frame_layout layout;
   gint fps_n, fps_d;
   g_autofree gchar *msg = NULL;
@@ -403,13 +410,13 @@ gst_cuda_mlp_propose_allocation(GstCudaMlp *self, GstQuery *query)
     return TRUE;
   }
   if (need_pool)
-    pool = gst_pp_pinned_pool_new(self->allocator, caps, layout.frame_bytes, min_buffers, 0);
+    pool = gst_pp_pinned_pool_new(allocator, caps, layout.frame_bytes, min_buffers, 0);
   gst_query_add_allocation_pool(query, pool, layout.frame_bytes, min_buffers, 0);
   if (pool)
     gst_object_unref(pool);
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   params.align = 4095;
-  gst_query_add_allocation_param(query, self->allocator, &params);
+  gst_query_add_allocation_param(query, allocator, &params);
   return TRUE;
 }

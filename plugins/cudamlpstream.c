@@ -408,7 +408,13 @@ handle_caps_event(GstCudaMlp *self, GstEvent *event)
   GstCaps *caps;
   gst_event_parse_caps(event, &caps);
   gboolean taken = FALSE;
-  if (self->refused_caps && gst_caps_is_equal(caps, self->refused_caps)) {
+  const GstFlowReturn flow = get_srcresult(self);
+  if (flow != GST_FLOW_OK && flow != GST_FLOW_EOS && flow != GST_FLOW_NOT_NEGOTIATED) {
+    /* The stream has stopped with an error (said once), or is stopping:
+     * the sticky caps sent again before each buffer are not weighed
+     * again. */
+    GST_DEBUG_OBJECT(self, "stream stopped (%s): caps not taken", gst_flow_get_name(flow));
+  } else if (self->refused_caps && gst_caps_is_equal(caps, self->refused_caps)) {
     GST_DEBUG_OBJECT(self, "refused these caps already");
   } else if (!drain_pushed(self)) {
     /* Frames of the old caps leave before the new caps are weighed (the

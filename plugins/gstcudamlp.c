@@ -151,7 +151,10 @@ gst_cuda_mlp_stop(GstCudaMlp *self)
     gst_buffer_pool_set_active(self->output_pool, FALSE);
     gst_clear_object(&self->output_pool);
   }
-  gst_clear_object(&self->allocator);
+  GST_OBJECT_LOCK(self);
+  GstAllocator *allocator = g_steal_pointer(&self->allocator);
+  GST_OBJECT_UNLOCK(self);
+  gst_clear_object(&allocator);
   gst_cuda_mlp_model_stop(self);
   gst_clear_caps(&self->refused_caps);
   self->downstream_eos = FALSE;

@@ -145,6 +145,10 @@ static const ending endings[] = {
     ENDS_REFUSED_START, "not a regular file", .sink_eos_after = -1 },
 
   /* The backend fails. */
+  { "plan refused at caps",
+    "videotestsrc num-buffers=20 ! " GRAY64 " ! " MLP " plan=fused ! appsink name=out sync=false",
+    ENDS_ERROR, "nothing to choose", .many = TRUE, .sink_eos_after = -1, .frames_exactly = 0,
+    .frames_at_most = -1 },
   { "backend fails the first frame",
     "videotestsrc num-buffers=20 ! " GRAY64 " ! " MLP " ! appsink name=out sync=false", ENDS_ERROR,
     "on purpose", .sink_eos_after = -1, .cpu_fail_at = "0", .frames_exactly = 0,
