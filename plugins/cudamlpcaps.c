@@ -16,6 +16,7 @@
 #include "cudamlpcontext.h"
 #include "cudamlpenums.h"
 #include "cudamlpmodel.h"
+#include "cudamlppreload.h"
 #include "gstpinnedallocator.h"
 #include "tensorcaps.h"
 
@@ -219,6 +220,9 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   else
     self->plans_made++;
   GST_OBJECT_UNLOCK(self);
+  pp_plan_info info;
+  if (pp_engine_plan_info(self->engine, &info))
+    gst_cuda_mlp_preload_note(self, &info);
   GST_INFO_OBJECT(self, "plan %s (%s), cache entry %s", pp_engine_backend_detail(self->engine),
                   outcome.read ? "cached" : "made", outcome.path ? outcome.path : "none");
   pp_plan_outcome_clear(&outcome);

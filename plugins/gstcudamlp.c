@@ -27,6 +27,7 @@
 #include "cudamlpcontext.h"
 #include "cudamlpenums.h"
 #include "cudamlpmodel.h"
+#include "cudamlppreload.h"
 #include "cudamlpprops.h"
 #include "cudamlpstats.h"
 #include "cudamlpstream.h"
@@ -165,8 +166,14 @@ static GstStateChangeReturn
 gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
 {
   GstCudaMlp *self = GST_CUDA_MLP(element);
-  if (transition == GST_STATE_CHANGE_NULL_TO_READY)
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+    /* cuBLASLt loads while the CUDA context is made. */
+    gst_cuda_mlp_preload_start(self);
     gst_cuda_mlp_context_ensure(self);
+  }
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED ||
+      transition == GST_STATE_CHANGE_READY_TO_NULL)
+    gst_cuda_mlp_preload_finish(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !gst_cuda_mlp_start(self))
     return GST_STATE_CHANGE_FAILURE;
   const GstStateChangeReturn ret =
@@ -202,6 +209,8 @@ static void
 gst_cuda_mlp_finalize(GObject *object)
 {
   GstCudaMlp *self = GST_CUDA_MLP(object);
+  gst_cuda_mlp_preload_finish(self);
+  g_free(self->preload_hint);
   gst_cuda_mlp_clear_config(self);
   gst_cuda_mlp_models_clear(&self->models);
   g_clear_pointer(&self->last_stats, gst_structure_free);

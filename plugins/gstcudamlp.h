@@ -7,6 +7,7 @@
  *   cudamlpcaps.c     negotiation: caps queries, set_caps, allocation
  *   cudamlpmodel.c    where the weights come from, and the K they take
  *   cudamlpcontext.c  the CUDA context shared with the pipeline
+ *   cudamlppreload.c  what the last start's plan loaded, loaded early
  *   cudamlpstats.c    the stats property and message
  *   cudamlpprops.c    the properties; cudamlpenums.c their enum types */
 #ifndef GST_CUDA_MLP_H
@@ -79,6 +80,12 @@ struct _GstCudaMlp {
    * GstCudaContext), or NULL where CUDA memory cannot be used; object lock. */
   GstObject *cuda_context;
   gboolean cuda_context_tried; /* since READY: NULL above means none can be had */
+
+  /* From NULL→READY: cuBLASLt loading in a thread where the last start's
+   * plan needed it, joined at start; and that start's hint (streaming and
+   * state-change threads, one at a time). */
+  GThread *preload;
+  gchar *preload_hint;
 
   /* From start to stop. */
   pp_engine *engine;

@@ -19,7 +19,7 @@
 #include "precision.h"
 
 /* Bumped whenever pp_backend_ops changes shape. */
-#define PP_BACKEND_ABI 8
+#define PP_BACKEND_ABI 9
 #define PP_MAX_SLOTS 16
 /* Devices one backend may spread its slots over (device-id="0,1"). */
 #define PP_MAX_DEVICES PP_MAX_SLOTS
@@ -127,6 +127,7 @@ typedef struct {
   pp_plan_source source;
   const char *refused; /* why the cached line was not used, or NULL */
   pp_startup_times startup;
+  bool blas; /* the plan runs layers on cuBLASLt, which it loaded */
 } pp_plan_info;
 
 typedef struct {

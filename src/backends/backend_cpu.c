@@ -314,7 +314,7 @@ static void
 cpu_plan_info(pp_backend *base, pp_plan_info *info)
 {
   const cpu_backend *b = (cpu_backend *) base;
-  *info = (pp_plan_info){ CPU_PLAN, b->plan_source, NULL, b->startup };
+  *info = (pp_plan_info){ CPU_PLAN, b->plan_source, NULL, b->startup, false };
 }
 
 static const char *

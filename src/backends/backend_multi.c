@@ -30,6 +30,7 @@ struct multi_backend {
   char *plan_line, *plan_key, *plan_refused;
   pp_plan_source plan_source;
   pp_startup_times startup;
+  bool blas; /* some part's plan runs layers on cuBLASLt */
 };
 
 #define PLAN_SEPARATOR " | "
@@ -113,6 +114,7 @@ join_plans(multi_backend *m)
   g_clear_pointer(&m->plan_refused, g_free);
   m->startup = (pp_startup_times){ 0 };
   m->plan_source = PP_PLAN_CACHED;
+  m->blas = false;
   for (unsigned i = 0; i < m->n_parts; i++) {
     pp_plan_info info = { .line = "" };
     if (m->parts[i]->ops->plan_info)
@@ -120,6 +122,7 @@ join_plans(multi_backend *m)
     g_string_append_printf(line, "%s%s", i ? PLAN_SEPARATOR : "", info.line ? info.line : "");
     if (info.source != PP_PLAN_CACHED)
       m->plan_source = info.source;
+    m->blas = m->blas || info.blas;
     if (info.refused && !m->plan_refused)
       m->plan_refused = g_strdup_printf("device %d: %s", m->labels[i], info.refused);
     double *sums[] = { &m->startup.open_ms,     &m->startup.library_ms, &m->startup.alloc_ms,
@@ -171,7 +174,7 @@ static void
 multi_plan_info(pp_backend *base, pp_plan_info *info)
 {
   multi_backend *m = (multi_backend *) base;
-  *info = (pp_plan_info){ m->plan_line, m->plan_source, m->plan_refused, m->startup };
+  *info = (pp_plan_info){ m->plan_line, m->plan_source, m->plan_refused, m->startup, m->blas };
 }
 
 static const char *

@@ -173,3 +173,10 @@ pp_cuda_primary_context(int device, void **context, char **msg)
   const pp_cuda_module *m = pp_cuda_module_get(msg);
   return m ? m->primary_context(device, context, msg) : -ENOTSUP;
 }
+
+int
+pp_cuda_preload_blas(char **msg)
+{
+  const pp_cuda_module *m = pp_cuda_module_get(msg);
+  return m ? m->preload_blas(msg) : -ENOTSUP;
+}

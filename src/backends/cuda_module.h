@@ -40,6 +40,9 @@ typedef struct {
   int (*device_count)(void);
   /* The primary context (a CUcontext) of a device, made if need be. */
   int (*primary_context)(int device, void **context, char **msg);
+  /* Loads cuBLASLt now, as a plan that runs layers on it would (it needs
+   * no CUDA context): -ENOENT with a message where it cannot be loaded. */
+  int (*preload_blas)(char **msg);
 } pp_cuda_module;
 
 typedef const pp_cuda_module *(*pp_cuda_module_entry_fn)(void);
@@ -53,5 +56,9 @@ const pp_cuda_module *pp_cuda_module_get(char **msg);
 /* The device's primary CUDA context, for a pipeline to share; -ENOTSUP
  * without the module. */
 int pp_cuda_primary_context(int device, void **context, char **msg);
+
+/* Loads the CUDA module and cuBLASLt, which take 60-90 ms, before a plan
+ * needs them; from any thread. -ENOTSUP without the module. */
+int pp_cuda_preload_blas(char **msg);
 
 #endif

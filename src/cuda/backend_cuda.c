@@ -506,7 +506,8 @@ static void
 cuda_plan_info(pp_backend *base, pp_plan_info *info)
 {
   cuda_backend *b = (cuda_backend *) base;
-  *info = (pp_plan_info){ b->plan_line, b->plan_source, b->plan_refused, b->startup };
+  *info = (pp_plan_info){ b->plan_line, b->plan_source, b->plan_refused, b->startup,
+                          pp_cuda_plan_uses_cublas(&b->plan) };
 }
 
 static const char *

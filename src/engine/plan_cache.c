@@ -12,8 +12,9 @@
 
 #include "log.h"
 
-/* An entry, three lines: what it is, its key, its plan. */
+/* An entry, three lines: what it is, its key, its plan (or its hint). */
 #define ENTRY_HEADER "pingpong plan cache 1"
+#define HINT_HEADER "pingpong start hint 1"
 
 static void
 append_model(GString *s, const pp_model *m)
@@ -52,13 +53,19 @@ pp_plan_cache_key(const char *backend_key, const pp_model *model, const pp_frame
 }
 
 static char *
-entry_path(const char *dir, const char *key)
+entry_path_with(const char *dir, const char *key, const char *suffix)
 {
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
   digest[32] = '\0';
-  g_autofree char *name = g_strdup_printf("%s.plan", digest);
+  g_autofree char *name = g_strdup_printf("%s.%s", digest, suffix);
   return dir ? g_build_filename(dir, name, NULL)
              : g_build_filename(g_get_user_cache_dir(), "pingpong", name, NULL);
+}
+
+static char *
+entry_path(const char *dir, const char *key)
+{
+  return entry_path_with(dir, key, "plan");
 }
 
 /* The plan line an entry holds for `key`: NULL where there is none (no
@@ -92,10 +99,11 @@ read_entry(const char *path, const char *key, char **warning)
 }
 
 static bool
-write_entry(const char *path, const char *key, const char *line, char **warning)
+write_lines(const char *path, const char *header, const char *key, const char *what,
+            const char *line, char **warning)
 {
   g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *text = g_strdup_printf(ENTRY_HEADER "\nkey %s\nplan %s\n", key, line);
+  g_autofree char *text = g_strdup_printf("%s\nkey %s\n%s %s\n", header, key, what, line);
   GError *err = NULL;
   if (g_mkdir_with_parents(dir, 0755) < 0) {
     *warning =
@@ -109,6 +117,12 @@ write_entry(const char *path, const char *key, const char *line, char **warning)
     return false;
   }
   return true;
+}
+
+static bool
+write_entry(const char *path, const char *key, const char *line, char **warning)
+{
+  return write_lines(path, ENTRY_HEADER, key, "plan", line, warning);
 }
 
 /* Plans are made one at a time: whoever makes one holds the cache
@@ -200,4 +214,28 @@ pp_plan_outcome_clear(pp_plan_outcome *out)
 {
   g_clear_pointer(&out->warning, g_free);
   g_clear_pointer(&out->path, g_free);
+}
+
+char *
+pp_start_hint_read(const char *dir, const char *key)
+{
+  g_autofree char *path = entry_path_with(dir, key, "start");
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  if (g_strv_length(lines) < 3 || strcmp(lines[0], HINT_HEADER) != 0 ||
+      !g_str_has_prefix(lines[1], "key ") || strcmp(lines[1] + 4, key) != 0 ||
+      !g_str_has_prefix(lines[2], "hint "))
+    return NULL;
+  return g_strdup(lines[2] + 5);
+}
+
+void
+pp_start_hint_write(const char *dir, const char *key, const char *hint)
+{
+  g_autofree char *path = entry_path_with(dir, key, "start");
+  g_autofree char *failed = NULL;
+  if (!write_lines(path, HINT_HEADER, key, "hint", hint, &failed))
+    pp_log(PP_LOG_DEBUG, "plan", "start hint not kept: %s", failed);
 }

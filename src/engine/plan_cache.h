@@ -50,6 +50,18 @@ int pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout
                       char **msg);
 void pp_plan_outcome_clear(pp_plan_outcome *out);
 
+/* What an element's last start needed beyond its plan, kept beside the
+ * plans under a key the element makes of the settings it has before its
+ * frames come (its model, precision, slots), so that its next start can
+ * ready it while the pipeline is still starting: cuBLASLt, which a plan
+ * from the cache loads on first use (60-90 ms). A hint is a word or two;
+ * reading gives NULL where none is kept or the entry is not whole, and a
+ * hint that cannot be written is left (said in the debug log): neither is
+ * an error, as nothing depends on a hint but how soon a start is ready.
+ * `dir` as the settings' (NULL: the user's cache). g_free what read gives. */
+char *pp_start_hint_read(const char *dir, const char *key);
+void pp_start_hint_write(const char *dir, const char *key, const char *hint);
+
 /* The key, as stored in the entry; g_free it. */
 char *pp_plan_cache_key(const char *backend_key, const pp_model *model,
                         const pp_frame_layout *layout, unsigned n_slots, const char *settings);

@@ -288,6 +288,84 @@ test_forced_plans_are_not_cached(void **state)
   g_rmdir(dir);
 }
 
+/* A start hint reads back as written, under its own key only; a second
+ * write replaces it; an entry cut short, of another kind or for another
+ * key reads as none, as does an unwritable directory's. */
+static void
+test_start_hints(void **state)
+{
+  (void) state;
+  g_autofree char *dir = g_dir_make_tmp("pp-plans-XXXXXX", NULL);
+  assert_null(pp_start_hint_read(dir, "model=a precision=fp32"));
+  pp_start_hint_write(dir, "model=a precision=fp32", "cublaslt");
+  pp_start_hint_write(dir, "model=b precision=fp32", "nothing");
+  g_autofree char *a = pp_start_hint_read(dir, "model=a precision=fp32");
+  g_autofree char *b = pp_start_hint_read(dir, "model=b precision=fp32");
+  assert_string_equal(a, "cublaslt");
+  assert_string_equal(b, "nothing");
+  assert_null(pp_start_hint_read(dir, "model=a precision=bf16"));
+  pp_start_hint_write(dir, "model=a precision=fp32", "nothing");
+  g_autofree char *again = pp_start_hint_read(dir, "model=a precision=fp32");
+  assert_string_equal(again, "nothing");
+
+  /* Each entry cut short, then one holding a plan where a hint was. */
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  int entries = 0;
+  while ((name = g_dir_read_name(d))) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    assert_true(g_file_get_contents(path, &text, &len, NULL));
+    assert_true(g_file_set_contents(path, text, (gssize) len - 10, NULL));
+    entries++;
+  }
+  g_dir_close(d);
+  assert_int_equal(entries, 2);
+  assert_null(pp_start_hint_read(dir, "model=a precision=fp32"));
+  assert_null(pp_start_hint_read(dir, "model=b precision=fp32"));
+  pp_start_hint_write(dir, "model=a precision=fp32", "cublaslt");
+  d = g_dir_open(dir, 0, NULL);
+  while ((name = g_dir_read_name(d))) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+    assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    if (g_str_has_prefix(text, "pingpong start hint 1\nkey model=a ")) {
+      g_autofree char *plan = g_strdup_printf("pingpong plan cache 1%s", strchr(text, '\n'));
+      assert_true(g_file_set_contents(path, plan, -1, NULL));
+    }
+  }
+  g_dir_close(d);
+  assert_null(pp_start_hint_read(dir, "model=a precision=fp32"));
+  /* b's entry holding another key's hint (as a digest's collision would). */
+  pp_start_hint_write(dir, "model=b precision=fp32", "cublaslt");
+  d = g_dir_open(dir, 0, NULL);
+  while ((name = g_dir_read_name(d))) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+    assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    if (g_str_has_prefix(text, "pingpong start hint 1\nkey model=b "))
+      assert_true(g_file_set_contents(
+          path, "pingpong start hint 1\nkey model=c precision=fp32\nhint cublaslt\n", -1, NULL));
+  }
+  g_dir_close(d);
+  assert_null(pp_start_hint_read(dir, "model=b precision=fp32"));
+  d = g_dir_open(dir, 0, NULL);
+  while ((name = g_dir_read_name(d))) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_unlink(path);
+  }
+  g_dir_close(d);
+  g_rmdir(dir);
+
+  g_autofree char *file = g_build_filename(g_get_tmp_dir(), "pp-hint-a-file", NULL);
+  assert_true(g_file_set_contents(file, "x", -1, NULL));
+  g_autofree char *under = g_build_filename(file, "pingpong", NULL);
+  pp_start_hint_write(under, "model=a", "cublaslt");
+  assert_null(pp_start_hint_read(under, "model=a"));
+  g_unlink(file);
+}
+
 /* Processes that start at once all store the same entry: each write is
  * whole (a temporary file renamed over it), so every reader sees a good
  * one. */
@@ -405,6 +483,7 @@ main(void)
     cmocka_unit_test(test_forced_plans_are_not_cached),
     cmocka_unit_test(test_no_graphs_is_its_own_entry),
     cmocka_unit_test(test_one_plan_made_at_a_time),
+    cmocka_unit_test(test_start_hints),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
