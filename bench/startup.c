@@ -60,8 +60,11 @@ print_startup(GstElement *pipeline)
   for (int i = 0; startup && i < gst_structure_n_fields(startup); i++) {
     const gchar *name = gst_structure_nth_field_name(startup, i);
     gdouble ms = 0;
-    gst_structure_get_double(startup, name, &ms);
-    printf(" %s=%.1f", name, ms);
+    gboolean yes = FALSE;
+    if (gst_structure_get_boolean(startup, name, &yes))
+      printf(" %s=%d", name, yes);
+    else if (gst_structure_get_double(startup, name, &ms))
+      printf(" %s=%.1f", name, ms);
   }
   gst_structure_free(stats);
   gst_object_unref(mlp);

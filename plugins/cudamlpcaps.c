@@ -184,30 +184,28 @@ make_output_pool(GstCudaMlp *self, const pp_model *model)
   return self->output_pool && gst_buffer_pool_set_active(self->output_pool, TRUE);
 }
 
-/* The engine configured for `model` and `layout`, its plan from the cache
- * where one fits; a cache that could not be used is said once. */
+/* The engine configured for `model` and the layout of `caps`, its plan
+ * from the cache where one fits (or readied before the caps came, for the
+ * same caps); a cache that could not be used is said once. */
 static gboolean
-configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout,
-          gboolean cuda_memory)
+configure(GstCudaMlp *self, GstCaps *caps, const pp_model *model, const pp_frame_layout *layout)
 {
-  GST_OBJECT_LOCK(self);
-  g_autofree gchar *forced =
-      g_strdup(self->settings.plan && *self->settings.plan ? self->settings.plan : NULL);
-  const pp_tuning tuning = self->settings.tuning;
-  const pp_precision precision = self->active_devices.precision;
-  GST_OBJECT_UNLOCK(self);
-  g_autofree gchar *settings = g_strdup_printf("precision=%s", pp_precision_name(precision));
-  /* The frames' decoder synchronizes the CUDA context we share with it,
-   * which no graph capture survives (backend.h). */
-  const pp_plan_settings plan = { tuning, forced, NULL, settings, cuda_memory };
   pp_plan_outcome outcome;
-  gchar *msg = NULL;
-  if (pp_plan_configure(self->engine, model, layout, self->active_slots, &plan, &outcome, &msg) <
-      0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend: %s.", msg),
-                      ("%s", msg));
-    g_clear_pointer(&msg, g_free);
-    return FALSE;
+  if (gst_cuda_mlp_preload_took(self, caps, &outcome)) {
+    GST_INFO_OBJECT(self, "configured at start for these caps, the last start's");
+  } else {
+    GstCudaMlpPlanSettings settings;
+    gst_cuda_mlp_plan_settings(self, pp_caps_are_cuda_memory(caps), &settings);
+    gchar *msg = NULL;
+    const int rc = pp_plan_configure(self->engine, model, layout, self->active_slots,
+                                     &settings.plan, &outcome, &msg);
+    gst_cuda_mlp_plan_settings_clear(&settings);
+    if (rc < 0) {
+      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot set up the compute backend: %s.", msg),
+                        ("%s", msg));
+      g_clear_pointer(&msg, g_free);
+      return FALSE;
+    }
   }
   if (outcome.warning && !self->plan_warned) {
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("The plan cache could not be used."),
@@ -222,7 +220,7 @@ configure(GstCudaMlp *self, const pp_model *model, const pp_frame_layout *layout
   GST_OBJECT_UNLOCK(self);
   pp_plan_info info;
   if (pp_engine_plan_info(self->engine, &info))
-    gst_cuda_mlp_preload_note(self, &info);
+    gst_cuda_mlp_preload_note(self, caps, &info);
   GST_INFO_OBJECT(self, "plan %s (%s), cache entry %s", pp_engine_backend_detail(self->engine),
                   outcome.read ? "cached" : "made", outcome.path ? outcome.path : "none");
   pp_plan_outcome_clear(&outcome);
@@ -333,7 +331,7 @@ gst_cuda_mlp_set_caps(GstCudaMlp *self, GstCaps *caps)
   }
   /* The caller has drained the frames of the old caps: the slots can be
    * resized. */
-  if (!configure(self, model, &layout, pp_caps_are_cuda_memory(caps)))
+  if (!configure(self, caps, model, &layout))
     return CAPS_FAILED;
   self->layout = layout;
   self->model = model;

@@ -54,13 +54,13 @@ add_plan_stats_locked(GstCudaMlp *self, GstStructure *stats)
                     self->plans_cached, "plans-made", G_TYPE_UINT64, self->plans_made, NULL);
   GValue startup = G_VALUE_INIT;
   g_value_init(&startup, GST_TYPE_STRUCTURE);
-  g_value_take_boxed(&startup,
-                     gst_structure_new("startup", "open-ms", G_TYPE_DOUBLE, t->open_ms,
-                                       "library-ms", G_TYPE_DOUBLE, t->library_ms, "alloc-ms",
-                                       G_TYPE_DOUBLE, t->alloc_ms, "weights-ms", G_TYPE_DOUBLE,
-                                       t->weights_ms, "plan-ms", G_TYPE_DOUBLE, t->plan_ms,
-                                       "graphs-ms", G_TYPE_DOUBLE, t->graphs_ms, "configure-ms",
-                                       G_TYPE_DOUBLE, t->configure_ms, NULL));
+  g_value_take_boxed(
+      &startup, gst_structure_new("startup", "open-ms", G_TYPE_DOUBLE, t->open_ms, "library-ms",
+                                  G_TYPE_DOUBLE, t->library_ms, "alloc-ms", G_TYPE_DOUBLE,
+                                  t->alloc_ms, "weights-ms", G_TYPE_DOUBLE, t->weights_ms,
+                                  "plan-ms", G_TYPE_DOUBLE, t->plan_ms, "graphs-ms", G_TYPE_DOUBLE,
+                                  t->graphs_ms, "configure-ms", G_TYPE_DOUBLE, t->configure_ms,
+                                  "cublaslt", G_TYPE_BOOLEAN, info.blas, NULL));
   gst_structure_take_value(stats, "startup", &startup);
 }
 

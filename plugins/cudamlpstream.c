@@ -12,6 +12,7 @@
 #include "cudainput.h"
 #include "cudamlpcaps.h"
 #include "cudamlpcontext.h"
+#include "cudamlppreload.h"
 #include "cudamlpstats.h"
 #include "gstpinnedallocator.h"
 #include "scoresmeta.h"
@@ -408,6 +409,9 @@ handle_caps_event(GstCudaMlp *self, GstEvent *event)
   GstCaps *caps;
   gst_event_parse_caps(event, &caps);
   gboolean taken = FALSE;
+  /* A configure readied before the caps ends before the engine is drained
+   * or configured. */
+  gst_cuda_mlp_preload_wait(self);
   const GstFlowReturn flow = get_srcresult(self);
   if (flow != GST_FLOW_OK && flow != GST_FLOW_EOS && flow != GST_FLOW_NOT_NEGOTIATED) {
     /* The stream has stopped with an error (said once), or is stopping:
@@ -461,7 +465,9 @@ gst_cuda_mlp_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
       return ret;
     case GST_EVENT_FLUSH_STOP:
       /* In-flight frames finish on the backend and are dropped. The task is
-       * paused here, so it is safe to touch what it owns. */
+       * paused here, so it is safe to touch what it owns, once a configure
+       * readied before the caps is done. */
+      gst_cuda_mlp_preload_drop(self);
       pp_engine_flush(self->engine);
       pp_engine_set_flushing(self->engine, FALSE);
       self->downstream_eos = FALSE;

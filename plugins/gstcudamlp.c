@@ -134,12 +134,15 @@ gst_cuda_mlp_start(GstCudaMlp *self)
   self->srcresult = GST_FLOW_FLUSHING;
   GST_INFO_OBJECT(self, "started the %s backend with %u slots in CUDA context %p",
                   pp_engine_backend_name(engine), self->active_slots, options.cuda_context);
+  gst_cuda_mlp_preload_configure(self);
   return TRUE;
 }
 
 static void
 gst_cuda_mlp_stop(GstCudaMlp *self)
 {
+  /* A configure readied for the last start's caps uses the engine. */
+  gst_cuda_mlp_preload_drop(self);
   gst_cuda_mlp_keep_stats(self);
   GST_OBJECT_LOCK(self);
   pp_engine *engine = self->engine;
@@ -171,9 +174,10 @@ gst_cuda_mlp_change_state(GstElement *element, GstStateChange transition)
     gst_cuda_mlp_preload_start(self);
     gst_cuda_mlp_context_ensure(self);
   }
-  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED ||
-      transition == GST_STATE_CHANGE_READY_TO_NULL)
-    gst_cuda_mlp_preload_finish(self);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    gst_cuda_mlp_preload_wait(self);
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL)
+    gst_cuda_mlp_preload_drop(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !gst_cuda_mlp_start(self))
     return GST_STATE_CHANGE_FAILURE;
   const GstStateChangeReturn ret =
@@ -209,8 +213,7 @@ static void
 gst_cuda_mlp_finalize(GObject *object)
 {
   GstCudaMlp *self = GST_CUDA_MLP(object);
-  gst_cuda_mlp_preload_finish(self);
-  g_free(self->preload_hint);
+  gst_cuda_mlp_preload_clear(self);
   gst_cuda_mlp_clear_config(self);
   gst_cuda_mlp_models_clear(&self->models);
   g_clear_pointer(&self->last_stats, gst_structure_free);

@@ -58,6 +58,18 @@ typedef struct {
   gchar *trace_file;
 } GstCudaMlpSettings;
 
+/* What the last start needed, readied early (cudamlppreload.c): cuBLASLt
+ * loading from NULL→READY to start; the engine configuring, from start to
+ * the first caps, for the caps the last start had. */
+typedef struct {
+  gchar *hint;      /* as read at NULL→READY, or as last written */
+  GThread *library; /* loading cuBLASLt */
+  GThread *configuring;
+  GstCaps *caps;       /* the caps it configures for */
+  gboolean configured; /* it configured the engine (once joined) */
+  pp_plan_outcome outcome;
+} GstCudaMlpPreload;
+
 /* Where the weights come from (cudamlpmodel.c). */
 typedef struct {
   /* A model file, loaded at start or, for a caps query before it, early;
@@ -81,11 +93,10 @@ struct _GstCudaMlp {
   GstObject *cuda_context;
   gboolean cuda_context_tried; /* since READY: NULL above means none can be had */
 
-  /* From NULL→READY: cuBLASLt loading in a thread where the last start's
-   * plan needed it, joined at start; and that start's hint (streaming and
-   * state-change threads, one at a time). */
-  GThread *preload;
-  gchar *preload_hint;
+  /* What the last start with these settings needed, readied early
+   * (cudamlppreload.c); the streaming and state-change threads use it one
+   * at a time. */
+  GstCudaMlpPreload preload;
 
   /* From start to stop. */
   pp_engine *engine;

@@ -176,6 +176,12 @@ pp_plan_configure(pp_engine *e, const pp_model *model, const pp_frame_layout *la
     if (s->tuning == PP_TUNING_CACHED)
       cached = read_entry(out->path, key, &out->warning);
   }
+  if (s->cached_only && !cached) {
+    unlock_entry(lock);
+    pp_plan_outcome_clear(out);
+    *msg = g_strdup("the plan cache holds no plan for these frames");
+    return -ENOENT;
+  }
   const pp_plan_request request = { .forced = s->forced,
                                     .cached = cached,
                                     .quick = s->tuning == PP_TUNING_QUICK,

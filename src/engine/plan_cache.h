@@ -33,6 +33,10 @@ typedef struct {
   const char *dir;      /* NULL: g_get_user_cache_dir()/pingpong */
   const char *settings; /* the element's settings that reach the plan ("precision=fp32") */
   bool no_graphs;       /* pp_plan_request's; part of the key */
+  /* Configure only with a plan the cache holds: -ENOENT, the engine left
+   * as it was, where it holds none (a start readying the plan its last
+   * frames had before its own come). */
+  bool cached_only;
 } pp_plan_settings;
 
 typedef struct {

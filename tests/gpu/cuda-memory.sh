@@ -5,7 +5,9 @@
 # gives for the same frames, and cudamlp counts every frame as read on the
 # device (device-inputs), none uploaded or staged. Frames in CUDA memory
 # run without CUDA graphs (their decoder synchronizes the context we
-# share, which no capture survives), frames in system memory with them. Needs GStreamer's nvcodec
+# share, which no capture survives), frames in system memory with them. A
+# second start with the decoder's caps takes the engine configured at
+# start for them (cudamlppreload.c). Needs GStreamer's nvcodec
 # plugin (gstreamer1.0-plugins-bad); exits 77 without it. PP_CLIP: a 1080p
 # H.264 mp4 for the nvh264dec part (made with x264enc when that is here).
 set -euo pipefail
@@ -67,6 +69,14 @@ if [ -z "$clip" ] && gst-inspect-1.0 x264enc > /dev/null 2>&1; then
 fi
 if [ -n "$clip" ] && gst-inspect-1.0 nvh264dec > /dev/null 2>&1; then
   run nvdec-dev filesrc location="$clip" ! qtdemux ! h264parse ! nvh264dec ! $mlp
+  # The same start again: the engine is configured at start for the caps
+  # the last start had (its plan from the cache), before the decoder's
+  # caps come, and gives the same scores.
+  GST_DEBUG=cudamlp:4 run nvdec-again filesrc location="$clip" ! qtdemux ! h264parse ! nvh264dec \
+    ! $mlp
+  grep -q "configured at start for these caps" "$out/nvdec-again.log" ||
+    { echo "the second start did not take the engine configured for its caps"; exit 1; }
+  same nvdec-again nvdec-dev
   run nvdec-sys filesrc location="$clip" ! qtdemux ! h264parse ! nvh264dec ! video/x-raw ! $mlp
   grep -q 'cudamlp0.GstPad:sink: caps = video/x-raw(memory:CUDAMemory)' <(gst-launch-1.0 -v filesrc location="$clip" ! qtdemux ! h264parse \
     ! nvh264dec ! $mlp ! fakesink 2>&1) || { echo "nvh264dec ! cudamlp did not negotiate CUDA memory"; exit 1; }

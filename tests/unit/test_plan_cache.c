@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <pthread.h>
@@ -56,7 +57,7 @@ static void
 configure_graphs(rig *r, const char *dir, pp_tuning tuning, const char *forced, bool no_graphs,
                  pp_plan_outcome *out)
 {
-  const pp_plan_settings s = { tuning, forced, dir, "precision=fp32", no_graphs };
+  const pp_plan_settings s = { tuning, forced, dir, "precision=fp32", no_graphs, false };
   char *msg = NULL;
   if (pp_plan_configure(r->engine, r->model, &r->layout, 2, &s, out, &msg) < 0)
     fail_msg("configure: %s", msg);
@@ -288,6 +289,45 @@ test_forced_plans_are_not_cached(void **state)
   g_rmdir(dir);
 }
 
+/* cached_only configures with a plan the cache holds and with nothing
+ * else: -ENOENT, the engine left unconfigured, where it holds none (and
+ * nothing stored then); the plan the first run stored, afterwards. */
+static void
+test_cached_only(void **state)
+{
+  (void) state;
+  g_autofree char *dir = g_dir_make_tmp("pp-plans-XXXXXX", NULL);
+  rig r;
+  rig_up(&r);
+  pp_plan_settings s = { PP_TUNING_CACHED, NULL, dir, "precision=fp32", false, true };
+  pp_plan_outcome out;
+  char *msg = NULL;
+  assert_int_equal(pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &out, &msg), -ENOENT);
+  assert_non_null(strstr(msg, "holds no plan"));
+  g_free(msg);
+  msg = NULL;
+  assert_false(pp_engine_is_configured(r.engine));
+  assert_null(out.path);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  assert_null(g_dir_read_name(d));
+  g_dir_close(d);
+  s.cached_only = false;
+  assert_int_equal(pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &out, &msg), 0);
+  assert_true(out.written);
+  pp_plan_outcome_clear(&out);
+  rig_down(&r);
+  rig_up(&r);
+  s.cached_only = true;
+  assert_int_equal(pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &out, &msg), 0);
+  assert_true(out.read);
+  assert_true(pp_engine_is_configured(r.engine));
+  g_autofree char *path = g_strdup(out.path);
+  pp_plan_outcome_clear(&out);
+  rig_down(&r);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 /* A start hint reads back as written, under its own key only; a second
  * write replaces it; an entry cut short, of another kind or for another
  * key reads as none, as does an unwritable directory's. */
@@ -383,8 +423,9 @@ test_processes_store_at_once(void **state)
         rig r;
         rig_up(&r);
         pp_plan_outcome out;
-        const pp_plan_settings s = { i % 2 ? PP_TUNING_FULL : PP_TUNING_CACHED, NULL, dir,
-                                     "precision=fp32", false };
+        const pp_plan_settings s = {
+          i % 2 ? PP_TUNING_FULL : PP_TUNING_CACHED, NULL, dir, "precision=fp32", false, false
+        };
         char *msg = NULL;
         const int rc = pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &out, &msg);
         const bool bad = rc < 0 || (out.warning && !strstr(out.warning, "no longer fits"));
@@ -435,7 +476,7 @@ configure_at_once(gpointer data)
   r.engine = pp_engine_new(b, NULL, NULL);
   g_assert(pp_model_generate(2048, 2048, O, PP_HIDDEN_RELU, &r.model) == 0);
   g_assert(pp_layout_for_tensor(N, 2048, &r.layout, &msg) == 0);
-  const pp_plan_settings s = { PP_TUNING_CACHED, NULL, c->dir, "precision=fp32", false };
+  const pp_plan_settings s = { PP_TUNING_CACHED, NULL, c->dir, "precision=fp32", false, false };
   pthread_barrier_wait(c->start);
   g_assert(pp_plan_configure(r.engine, r.model, &r.layout, 2, &s, &c->out, &msg) == 0);
   rig_down(&r);
@@ -484,6 +525,7 @@ main(void)
     cmocka_unit_test(test_no_graphs_is_its_own_entry),
     cmocka_unit_test(test_one_plan_made_at_a_time),
     cmocka_unit_test(test_start_hints),
+    cmocka_unit_test(test_cached_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
