@@ -328,6 +328,25 @@ test_cached_only(void **state)
   g_rmdir(dir);
 }
 
+/* The file of the start hint kept for `key` in `dir`. */
+static char *
+hint_entry(const char *dir, const char *key)
+{
+  g_autofree char *head = g_strdup_printf("pingpong start hint 1\nkey %s\n", key);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  char *found = NULL;
+  while (!found && (name = g_dir_read_name(d))) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+    if (g_file_get_contents(path, &text, NULL, NULL) && g_str_has_prefix(text, head))
+      found = g_steal_pointer(&path);
+  }
+  g_dir_close(d);
+  assert_non_null(found);
+  return found;
+}
+
 /* A start hint reads back as written, under its own key only; a second
  * write replaces it; an entry cut short, of another kind or for another
  * key reads as none, as does an unwritable directory's. */
@@ -364,31 +383,19 @@ test_start_hints(void **state)
   assert_int_equal(entries, 2);
   assert_null(pp_start_hint_read(dir, "model=a precision=fp32"));
   assert_null(pp_start_hint_read(dir, "model=b precision=fp32"));
+  /* a's entry with a plan entry's first line. */
   pp_start_hint_write(dir, "model=a precision=fp32", "cublaslt");
-  d = g_dir_open(dir, 0, NULL);
-  while ((name = g_dir_read_name(d))) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_autofree char *text = NULL;
-    assert_true(g_file_get_contents(path, &text, NULL, NULL));
-    if (g_str_has_prefix(text, "pingpong start hint 1\nkey model=a ")) {
-      g_autofree char *plan = g_strdup_printf("pingpong plan cache 1%s", strchr(text, '\n'));
-      assert_true(g_file_set_contents(path, plan, -1, NULL));
-    }
-  }
-  g_dir_close(d);
+  g_autofree char *a_path = hint_entry(dir, "model=a precision=fp32");
+  g_autofree char *a_text = NULL;
+  assert_true(g_file_get_contents(a_path, &a_text, NULL, NULL));
+  g_autofree char *plan = g_strdup_printf("pingpong plan cache 1%s", strchr(a_text, '\n'));
+  assert_true(g_file_set_contents(a_path, plan, -1, NULL));
   assert_null(pp_start_hint_read(dir, "model=a precision=fp32"));
   /* b's entry holding another key's hint (as a digest's collision would). */
   pp_start_hint_write(dir, "model=b precision=fp32", "cublaslt");
-  d = g_dir_open(dir, 0, NULL);
-  while ((name = g_dir_read_name(d))) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_autofree char *text = NULL;
-    assert_true(g_file_get_contents(path, &text, NULL, NULL));
-    if (g_str_has_prefix(text, "pingpong start hint 1\nkey model=b "))
-      assert_true(g_file_set_contents(
-          path, "pingpong start hint 1\nkey model=c precision=fp32\nhint cublaslt\n", -1, NULL));
-  }
-  g_dir_close(d);
+  g_autofree char *b_path = hint_entry(dir, "model=b precision=fp32");
+  assert_true(g_file_set_contents(
+      b_path, "pingpong start hint 1\nkey model=c precision=fp32\nhint cublaslt\n", -1, NULL));
   assert_null(pp_start_hint_read(dir, "model=b precision=fp32"));
   d = g_dir_open(dir, 0, NULL);
   while ((name = g_dir_read_name(d))) {
