@@ -77,6 +77,40 @@ if [ -n "$clip" ] && gst-inspect-1.0 nvh264dec > /dev/null 2>&1; then
   grep -q "configured at start for these caps" "$out/nvdec-again.log" ||
     { echo "the second start did not take the engine configured for its caps"; exit 1; }
   same nvdec-again nvdec-dev
+  # A plan that runs layers on cuBLASLt, from the cache: a start without a
+  # hint loads cuBLASLt in its configure; the next loads it at NULL→READY
+  # (its configure then loads nothing) and takes the engine configured at
+  # start, with the same scores. (A cold start's planner loads it while it
+  # times, which its plan ms holds.)
+  deep="cudamlp backend=cuda precision=fp32 mapping=patches patch-size=8"
+  deep+=' layers="linear(192,512),gelu,linear(512,256),gelu,linear(256,64),silu,linear(64,1)"'
+  # A cache of their own: another test's start with these settings may
+  # have left a hint.
+  XDG_CACHE_HOME=$out/cache run nvdec-deep-cold filesrc location="$clip" ! qtdemux ! h264parse \
+    ! nvh264dec ! $deep
+  rm "$out"/cache/pingpong/*.start
+  XDG_CACHE_HOME=$out/cache run nvdec-deep filesrc location="$clip" ! qtdemux ! h264parse \
+    ! nvh264dec ! $deep
+  XDG_CACHE_HOME=$out/cache GST_DEBUG=cudamlp:4 run nvdec-deep-again filesrc location="$clip" \
+    ! qtdemux ! h264parse ! nvh264dec ! $deep
+  python3 - "$out/nvdec-deep.log" "$out/nvdec-deep-again.log" <<'PY'
+import re, sys
+def startup(path):
+    text = open(path).read()
+    lib = re.findall(r'library-ms\\=\\\(double\\\)([0-9.e+-]+)', text)
+    blas = re.findall(r'cublaslt\\=\\\(boolean\\\)(true|false)', text)
+    assert lib and blas, f"{path}: no startup stats"
+    return float(lib[-1]), blas[-1]
+first, again = startup(sys.argv[1]), startup(sys.argv[2])
+print(f"  deep's first start: library {first[0]} ms, cublaslt {first[1]}; "
+      f"the second: library {again[0]} ms, cublaslt {again[1]}")
+assert first[1] == "true" and again[1] == "true", "deep's plan should run layers on cuBLASLt"
+assert first[0] > 0, "the first start should load cuBLASLt in its configure"
+assert again[0] == 0, "the second start should have loaded cuBLASLt before its configure"
+PY
+  grep -q "configured at start for these caps" "$out/nvdec-deep-again.log" ||
+    { echo "deep's second start did not take the engine configured for its caps"; exit 1; }
+  same nvdec-deep-again nvdec-deep
   run nvdec-sys filesrc location="$clip" ! qtdemux ! h264parse ! nvh264dec ! video/x-raw ! $mlp
   grep -q 'cudamlp0.GstPad:sink: caps = video/x-raw(memory:CUDAMemory)' <(gst-launch-1.0 -v filesrc location="$clip" ! qtdemux ! h264parse \
     ! nvh264dec ! $mlp ! fakesink 2>&1) || { echo "nvh264dec ! cudamlp did not negotiate CUDA memory"; exit 1; }
