@@ -73,6 +73,9 @@ set_srcresult(GstCudaMlp *self, GstFlowReturn flow)
 static void
 stop_stream(GstCudaMlp *self, GstFlowReturn flow)
 {
+  GST_OBJECT_LOCK(self);
+  self->stream_failed = self->stream_failed || flow != GST_FLOW_FLUSHING;
+  GST_OBJECT_UNLOCK(self);
   set_srcresult(self, flow);
   pp_engine_set_flushing(self->engine, TRUE);
 }
@@ -351,6 +354,9 @@ gst_cuda_mlp_src_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode, 
     return FALSE;
   if (active) {
     self->downstream_eos = FALSE;
+    GST_OBJECT_LOCK(self);
+    self->stream_failed = FALSE;
+    GST_OBJECT_UNLOCK(self);
     set_srcresult(self, GST_FLOW_OK);
     pp_engine_set_flushing(self->engine, FALSE);
     return gst_pad_start_task(pad, (GstTaskFunction) gst_cuda_mlp_loop, pad, NULL);
@@ -412,12 +418,14 @@ handle_caps_event(GstCudaMlp *self, GstEvent *event)
   /* A configure readied before the caps ends before the engine is drained
    * or configured. */
   gst_cuda_mlp_preload_wait(self);
-  const GstFlowReturn flow = get_srcresult(self);
-  if (flow != GST_FLOW_OK && flow != GST_FLOW_EOS && flow != GST_FLOW_NOT_NEGOTIATED) {
-    /* The stream has stopped with an error (said once), or is stopping:
-     * the sticky caps sent again before each buffer are not weighed
-     * again. */
-    GST_DEBUG_OBJECT(self, "stream stopped (%s): caps not taken", gst_flow_get_name(flow));
+  GST_OBJECT_LOCK(self);
+  const gboolean failed = self->stream_failed;
+  GST_OBJECT_UNLOCK(self);
+  if (failed) {
+    /* The stream has stopped with an error, said once: the sticky caps
+     * sent again before each buffer, even while the pads deactivate, are
+     * not weighed again until a flush or a restart. */
+    GST_DEBUG_OBJECT(self, "stream stopped with an error: caps not taken");
   } else if (self->refused_caps && gst_caps_is_equal(caps, self->refused_caps)) {
     GST_DEBUG_OBJECT(self, "refused these caps already");
   } else if (!drain_pushed(self)) {
@@ -471,6 +479,9 @@ gst_cuda_mlp_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
       pp_engine_flush(self->engine);
       pp_engine_set_flushing(self->engine, FALSE);
       self->downstream_eos = FALSE;
+      GST_OBJECT_LOCK(self);
+      self->stream_failed = FALSE;
+      GST_OBJECT_UNLOCK(self);
       set_srcresult(self, GST_FLOW_OK);
       ret = gst_pad_push_event(self->srcpad, event);
       gst_pad_start_task(self->srcpad, (GstTaskFunction) gst_cuda_mlp_loop, self->srcpad, NULL);

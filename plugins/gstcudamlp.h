@@ -126,6 +126,10 @@ struct _GstCudaMlp {
    * a new segment); NOT_NEGOTIATED while the caps are refused; or the
    * fatal return that stopped the stream. */
   GstFlowReturn srcresult;
+  /* The stream stopped with an error (object lock), said once: until a
+   * flush or the pads' next activation, even once srcresult says
+   * FLUSHING. */
+  gboolean stream_failed;
   /* A caps event waits until the source task has pushed every frame before
    * it: a marker numbered `drains_asked` is queued behind them, and the
    * task counts it in `drains_done` (object lock; `drained` is signalled
