@@ -187,10 +187,12 @@ void
 gst_cuda_mlp_preload_note(GstCudaMlp *self, GstCaps *caps, const pp_plan_info *info)
 {
   GstCudaMlpPreload *p = &self->preload;
+  if (!self->pinned)
+    return; /* the CPU backend loads nothing and configures at once */
   g_autofree gchar *text = pp_caps_are_cuda_memory(caps) ? gst_caps_to_string(caps) : NULL;
   g_autofree gchar *hint = g_strdup_printf("%s%s%s", info->blas ? NEEDS_BLAS : NEEDS_NOTHING,
                                            text ? " " : "", text ? text : "");
-  if (!self->pinned || g_strcmp0(hint, p->hint) == 0)
+  if (g_strcmp0(hint, p->hint) == 0)
     return;
   g_autofree gchar *key = hint_key(self);
   pp_start_hint_write(NULL, key, hint);

@@ -68,6 +68,25 @@ entry_path(const char *dir, const char *key)
   return entry_path_with(dir, key, "plan");
 }
 
+/* The value an entry's text holds for `key`: its header, then "key KEY",
+ * then "WHAT VALUE". NULL where it holds none, with *why. */
+static char *
+entry_value(const char *text, const char *header, const char *key, const char *what,
+            const char **why)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  const size_t skip = strlen(what) + 1;
+  if (g_strv_length(lines) < 3 || strcmp(lines[0], header) != 0)
+    *why = "it is not a whole plan cache entry (truncated or overwritten)";
+  else if (!g_str_has_prefix(lines[1], "key ") || strcmp(lines[1] + 4, key) != 0)
+    *why = "it was stored for another key (another model, layout, GPU or version)";
+  else if (strncmp(lines[2], what, skip - 1) != 0 || lines[2][skip - 1] != ' ' || !lines[2][skip])
+    *why = "it holds nothing";
+  else
+    return g_strdup(lines[2] + skip);
+  return NULL;
+}
+
 /* The plan line an entry holds for `key`: NULL where there is none (no
  * warning) or where it cannot be used (*warning says why). */
 static char *
@@ -83,19 +102,11 @@ read_entry(const char *path, const char *key, char **warning)
     g_error_free(err);
     return NULL;
   }
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   const char *why = NULL;
-  if (g_strv_length(lines) < 3 || strcmp(lines[0], ENTRY_HEADER) != 0)
-    why = "it is not a whole plan cache entry (truncated or overwritten)";
-  else if (!g_str_has_prefix(lines[1], "key ") || strcmp(lines[1] + 4, key) != 0)
-    why = "it was stored for another key (another model, layout, GPU or version)";
-  else if (!g_str_has_prefix(lines[2], "plan ") || !lines[2][5])
-    why = "it holds no plan";
-  if (why) {
+  char *line = entry_value(text, ENTRY_HEADER, key, "plan", &why);
+  if (!line)
     *warning = g_strdup_printf("the plan cache entry %s is not usable: %s; tuned again", path, why);
-    return NULL;
-  }
-  return g_strdup(lines[2] + 5);
+  return line;
 }
 
 static bool
@@ -227,14 +238,10 @@ pp_start_hint_read(const char *dir, const char *key)
 {
   g_autofree char *path = entry_path_with(dir, key, "start");
   g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
-    return NULL;
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  if (g_strv_length(lines) < 3 || strcmp(lines[0], HINT_HEADER) != 0 ||
-      !g_str_has_prefix(lines[1], "key ") || strcmp(lines[1] + 4, key) != 0 ||
-      !g_str_has_prefix(lines[2], "hint "))
-    return NULL;
-  return g_strdup(lines[2] + 5);
+  const char *why = NULL;
+  return g_file_get_contents(path, &text, NULL, NULL)
+             ? entry_value(text, HINT_HEADER, key, "hint", &why)
+             : NULL;
 }
 
 void
