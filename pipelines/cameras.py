@@ -69,7 +69,11 @@ def downstream(i, name, url, dec, out_dir):
         mlp += f" model={env('MODEL')}"
     if devices:
         mlp += f" device-id={devices[i % len(devices)]}"
-    pub = f"scorepublish name=pub-{name} stream-name={name}"
+    # async=false: a camera that never sends (down at the start, or gone
+    # before its first frame) leaves its sink unprerolled; an async sink
+    # there would hold the whole pipeline in PAUSED, every other camera's
+    # sink blocked in preroll.
+    pub = f"scorepublish name=pub-{name} stream-name={name} async=false"
     if env("BROKER"):
         pub += f" broker={env('BROKER')}"
     if out_dir:

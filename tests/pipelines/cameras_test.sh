@@ -15,7 +15,10 @@
 # subscriber got. The RTSP camera "gate" is killed 2 s into the run and
 # started again 1.5 s later: the others go on, the receiver says so and
 # tries again until gate is back, and gate's frames after the gap are
-# scored, the gap counted as missing. (The per-camera count lines
+# scored, the gap counted as missing. Camera "porch" is an RTSP URL where
+# nothing listens, down from the start: the receiver says so and tries
+# again, and the others go on (a sink that never prerolls must not hold
+# the pipeline in PAUSED). (The per-camera count lines
 # cameras.sh prints at the end are scorepublish's summaries, which
 # publish_test.py checks.)
 # PP_TEST_BACKEND=cuda runs the same with nvh264dec and the CUDA backend
@@ -49,9 +52,9 @@ fi
 echo "cameras and broker at $site_host, the receiver at $receiver_host"
 free_port() { "$py" -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 broker_port=$(free_port SOCK_STREAM) door=$(free_port SOCK_DGRAM) yard=$(free_port SOCK_DGRAM)
-rtsp=$(free_port SOCK_STREAM)
-printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://%s:%s/cam\n' "$door" "$yard" "$site_host" \
-  "$rtsp" > "$work/cameras.txt"
+rtsp=$(free_port SOCK_STREAM) nobody=$(free_port SOCK_STREAM)
+printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://%s:%s/cam\nporch rtsp://%s:%s/cam\n' \
+  "$door" "$yard" "$site_host" "$rtsp" "$site_host" "$nobody" > "$work/cameras.txt"
 "${site[@]}" "$py" "$here/rtsp_camera.py" "$rtsp" "$site_host" > "$work/rtsp.log" 2>&1 & pids=($!)
 
 printf 'listener %s %s\nallow_anonymous true\n' "$broker_port" "$site_host" > "$work/broker.conf"
@@ -114,5 +117,8 @@ check "gate: $g frames scored, $after of them after the gap" "[ '$g' -ge 90 ] &&
 check "gate: the gap counted as missing ($gm, 30-150)" "[ '$gm' -ge 30 ] && [ '$gm' -le 150 ]"
 lost=$(sed -n 's/^stream=yard,.*packets-lost=\([0-9]*\).*/\1/p' "$work/summary.txt")
 check "yard: the jitterbuffer's lost packets counted ($lost)" "[ '${lost:-0}' -gt 0 ]"
-check "a count line per camera at the end" "[ \$(grep -c '^stream=.*frames=' '$work/summary.txt') = 3 ]"
+check "porch (never up): the receiver said so and tried again" \
+  "grep -q '^camera porch: .*trying again' '$work/stderr.txt'"
+check "porch: no frame scored" "grep -q '^stream=porch, frames=0,' '$work/summary.txt'"
+check "a count line per camera at the end" "[ \$(grep -c '^stream=.*frames=' '$work/summary.txt') = 4 ]"
 exit $fail
