@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* pingpong-bench's physical bound (bench.h): the device's copy bandwidth
- * measured on pinned memory, its arithmetic peak from its properties, and
- * for a workload the period no pipeline can beat, the slowest of its bytes
- * in, bytes out and arithmetic at those rates. */
+ * measured on pinned memory, each direction alone and both at once, its
+ * arithmetic peak from its properties, and for a workload the period no
+ * pipeline can beat, the slowest of its bytes in, bytes out, both
+ * together, and arithmetic at those rates. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
@@ -11,17 +12,26 @@
 
 enum { COPY_BYTES = 64 << 20, COPY_REPEATS = 9 };
 
-/* Median µs of one `kind` copy of COPY_BYTES on `stream`. */
+/* Median µs of one upload (`up`) and/or one download (`down`) of
+ * COPY_BYTES, started together: the download's stream waits for the
+ * start, the upload's for the download's end. */
 static double
-time_copy(void *dst, const void *src, enum cudaMemcpyKind kind, cudaStream_t stream,
-          cudaEvent_t start, cudaEvent_t stop)
+time_copies(void *dev_in, const void *host_in, void *host_out, const void *dev_out, cudaStream_t up,
+            cudaStream_t down, cudaEvent_t start, cudaEvent_t joined, cudaEvent_t stop)
 {
   double samples[COPY_REPEATS];
   for (int i = -1; i < COPY_REPEATS; i++) {
     float ms = 0;
-    if (cudaEventRecord(start, stream) != cudaSuccess ||
-        cudaMemcpyAsync(dst, src, COPY_BYTES, kind, stream) != cudaSuccess ||
-        cudaEventRecord(stop, stream) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
+    gboolean ok = cudaEventRecord(start, up) == cudaSuccess &&
+                  cudaStreamWaitEvent(down, start, 0) == cudaSuccess;
+    if (ok && host_in)
+      ok = cudaMemcpyAsync(dev_in, host_in, COPY_BYTES, cudaMemcpyHostToDevice, up) == cudaSuccess;
+    if (ok && host_out)
+      ok = cudaMemcpyAsync(host_out, dev_out, COPY_BYTES, cudaMemcpyDeviceToHost, down) ==
+           cudaSuccess;
+    if (!ok || cudaEventRecord(joined, down) != cudaSuccess ||
+        cudaStreamWaitEvent(up, joined, 0) != cudaSuccess ||
+        cudaEventRecord(stop, up) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
         cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
       return -1;
     if (i >= 0)
@@ -31,35 +41,44 @@ time_copy(void *dst, const void *src, enum cudaMemcpyKind kind, cudaStream_t str
 }
 
 gboolean
-bench_copy_bandwidth(int device, double *h2d_bytes_per_us, double *d2h_bytes_per_us)
+bench_copy_bandwidth(int device, bench_copy_rates *rates)
 {
-  void *host = NULL, *dev = NULL;
-  cudaStream_t stream = NULL;
-  cudaEvent_t start = NULL, stop = NULL;
+  void *host[2] = { NULL, NULL }, *dev[2] = { NULL, NULL };
+  cudaStream_t up = NULL, down = NULL;
+  cudaEvent_t start = NULL, joined = NULL, stop = NULL;
   gboolean ok = cudaSetDevice(device) == cudaSuccess &&
-                cudaHostAlloc(&host, COPY_BYTES, cudaHostAllocDefault) == cudaSuccess &&
-                cudaMalloc(&dev, COPY_BYTES) == cudaSuccess &&
-                cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
-                cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess;
-  double h2d = -1, d2h = -1;
+                cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking) == cudaSuccess &&
+                cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking) == cudaSuccess &&
+                cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&joined) == cudaSuccess &&
+                cudaEventCreate(&stop) == cudaSuccess;
+  for (int i = 0; i < 2 && ok; i++)
+    ok = cudaHostAlloc(&host[i], COPY_BYTES, cudaHostAllocDefault) == cudaSuccess &&
+         cudaMalloc(&dev[i], COPY_BYTES) == cudaSuccess;
+  double h2d = -1, d2h = -1, both = -1;
   if (ok) {
-    h2d = time_copy(dev, host, cudaMemcpyHostToDevice, stream, start, stop);
-    d2h = time_copy(host, dev, cudaMemcpyDeviceToHost, stream, start, stop);
+    h2d = time_copies(dev[0], host[0], NULL, NULL, up, down, start, joined, stop);
+    d2h = time_copies(NULL, NULL, host[1], dev[1], up, down, start, joined, stop);
+    both = time_copies(dev[0], host[0], host[1], dev[1], up, down, start, joined, stop);
   }
-  if (start)
-    cudaEventDestroy(start);
-  if (stop)
-    cudaEventDestroy(stop);
-  if (stream)
-    cudaStreamDestroy(stream);
-  cudaFree(dev);
-  cudaFreeHost(host);
-  if (!(h2d > 0 && d2h > 0)) {
+  cudaEvent_t events[] = { start, joined, stop };
+  for (size_t i = 0; i < G_N_ELEMENTS(events); i++)
+    if (events[i])
+      cudaEventDestroy(events[i]);
+  if (up)
+    cudaStreamDestroy(up);
+  if (down)
+    cudaStreamDestroy(down);
+  for (int i = 0; i < 2; i++) {
+    cudaFree(dev[i]);
+    cudaFreeHost(host[i]);
+  }
+  if (!(h2d > 0 && d2h > 0 && both > 0)) {
     fprintf(stderr, "pingpong-bench: cannot time pinned copies on device %d\n", device);
     return FALSE;
   }
-  *h2d_bytes_per_us = COPY_BYTES / h2d;
-  *d2h_bytes_per_us = COPY_BYTES / d2h;
+  rates->h2d = COPY_BYTES / h2d;
+  rates->d2h = COPY_BYTES / d2h;
+  rates->both = 2.0 * COPY_BYTES / both;
   return TRUE;
 }
 
@@ -100,8 +119,8 @@ bench_peak_flops_per_us(int device, const char *precision)
 }
 
 void
-bench_bound(const pp_frame_layout *layout, const pp_model *model, double h2d_bytes_per_us,
-            double d2h_bytes_per_us, double flops_per_us, bench_bound_times *b)
+bench_bound(const pp_frame_layout *layout, const pp_model *model, const bench_copy_rates *copy,
+            double flops_per_us, bench_bound_times *b)
 {
   double in = 0;
   for (uint32_t p = 0; p < layout->n_planes; p++)
@@ -111,9 +130,14 @@ bench_bound(const pp_frame_layout *layout, const pp_model *model, double h2d_byt
   double flops = 0;
   for (uint32_t l = 0; l < model->n_layers; l++)
     flops += 2.0 * layout->n * model->layers[l].in * model->layers[l].out;
-  b->h2d_us = in / h2d_bytes_per_us;
-  b->d2h_us = (double) layout->n * model->o * sizeof(float) / d2h_bytes_per_us;
+  const double out = (double) layout->n * model->o * sizeof(float);
+  b->h2d_us = in / copy->h2d;
+  b->d2h_us = out / copy->d2h;
+  b->copies_us = (in + out) / copy->both;
   b->mlp_us = flops / flops_per_us;
-  b->period_us = MAX(b->h2d_us, MAX(b->mlp_us, b->d2h_us));
-  b->by = b->period_us == b->h2d_us ? "H2D" : b->period_us == b->mlp_us ? "MLP" : "D2H";
+  b->period_us = MAX(MAX(b->h2d_us, b->d2h_us), MAX(b->mlp_us, b->copies_us));
+  b->by = b->period_us == b->h2d_us   ? "H2D"
+          : b->period_us == b->d2h_us ? "D2H"
+          : b->period_us == b->mlp_us ? "MLP"
+                                      : "copies";
 }

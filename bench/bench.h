@@ -49,15 +49,23 @@ gboolean bench_time_gpu(const element_setup *e, int device, const char *plan,
 
 /* The physical bound of a workload: each stage at the device's rates (its
  * bytes over the measured copy bandwidth, its FLOPs over the arithmetic
- * peak), and the period none of them lets a pipeline beat. */
+ * peak), and the period none of them lets a pipeline beat. `copies_us`:
+ * both directions' bytes at the rate the two copy engines keep together,
+ * which is below the sum of their rates alone. */
 typedef struct {
-  double h2d_us, mlp_us, d2h_us, period_us;
-  const char *by; /* "H2D", "MLP" or "D2H" */
+  double h2d_us, mlp_us, d2h_us, copies_us, period_us;
+  const char *by; /* "H2D", "MLP", "D2H" or "copies" */
 } bench_bound_times;
 
-/* Pinned H2D and D2H bandwidth of `device`, bytes per µs (64 MiB copies,
- * medians); FALSE with a line on stderr when it cannot time them. */
-gboolean bench_copy_bandwidth(int device, double *h2d_bytes_per_us, double *d2h_bytes_per_us);
+/* Pinned copy rates, bytes per µs: each direction alone, and both
+ * directions' bytes together while an upload and a download run at once. */
+typedef struct {
+  double h2d, d2h, both;
+} bench_copy_rates;
+
+/* `device`'s pinned copy rates (64 MiB copies, medians); FALSE with a line
+ * on stderr when it cannot time them. */
+gboolean bench_copy_bandwidth(int device, bench_copy_rates *rates);
 
 /* `device`'s dense arithmetic peak for `precision` (fp32, tf32, bf16,
  * fp16), FLOPs per µs, from its SM count, clock and architecture; -1 when
@@ -66,8 +74,8 @@ double bench_peak_flops_per_us(int device, const char *precision);
 
 /* The bound of `model` on frames laid out as `layout`: the bytes its planes
  * hold in, N×O float32 out, 2·N·in·out FLOPs a layer. */
-void bench_bound(const pp_frame_layout *layout, const pp_model *model, double h2d_bytes_per_us,
-                 double d2h_bytes_per_us, double flops_per_us, bench_bound_times *b);
+void bench_bound(const pp_frame_layout *layout, const pp_model *model, const bench_copy_rates *copy,
+                 double flops_per_us, bench_bound_times *b);
 
 /* The element's frame layout and model for `w`, as cudamlp makes them. */
 gboolean bench_workload_model(const workload *w, pp_frame_layout *layout, pp_model **model,

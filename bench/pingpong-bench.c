@@ -9,8 +9,9 @@
  * after a warm-up), the element's per-frame latency p50/p99 over exactly the
  * measured frames, each stage alone on the same pinned frame (H2D, MLP, D2H;
  * CUDA events, medians), the physical bound (the period that the frame's
- * bytes at the pinned copy bandwidth measured at start, and its FLOPs at
- * the device's peak for the precision, allow: bench-bound.c), `of bound`
+ * bytes at the pinned copy bandwidth measured at start, each direction
+ * alone and both at once, and its FLOPs at the device's peak for the
+ * precision, allow: bench-bound.c), `of bound`
  * (bound / measured period), and the MLP of a plain-cuBLAS implementation
  * of the same math, timed in the same run. Paced, the bound is a frame's
  * latency floor (its slowest stage at those rates) and `of bound` the floor
@@ -210,12 +211,14 @@ main(int argc, char **argv)
          o.interval_us ? "paced" : "saturated");
   if (o.interval_us)
     printf("# paced: a frame every %d µs\n", o.interval_us);
-  double h2d_rate = 0, d2h_rate = 0, flops_rate = 0;
-  if (on_gpu && bench_copy_bandwidth(atoi(o.devices), &h2d_rate, &d2h_rate)) {
+  bench_copy_rates copy_rates = { 0 };
+  double flops_rate = 0;
+  if (on_gpu && bench_copy_bandwidth(atoi(o.devices), &copy_rates)) {
     flops_rate = bench_peak_flops_per_us(atoi(o.devices), o.precision);
-    printf("# bound: pinned H2D %.1f GB/s, D2H %.1f GB/s (64 MiB copies, medians), %s peak "
-           "%.0f TFLOP/s (%d SMs at their clock)\n",
-           h2d_rate / 1e3, d2h_rate / 1e3, o.precision, flops_rate / 1e6, prop.multiProcessorCount);
+    printf("# bound: pinned H2D %.1f GB/s, D2H %.1f GB/s, both at once %.1f GB/s together (64 MiB "
+           "copies, medians), %s peak %.0f TFLOP/s (%d SMs at their clock)\n",
+           copy_rates.h2d / 1e3, copy_rates.d2h / 1e3, copy_rates.both / 1e3, o.precision,
+           flops_rate / 1e6, prop.multiProcessorCount);
   }
   printf("| workload | slots | frames/s | period µs | latency p50 µs | p99 µs | H2D µs | MLP µs | "
          "D2H µs | %s | bound by | of bound | cuBLAS MLP µs | MLP/cuBLAS | path |\n",
@@ -240,7 +243,7 @@ main(int argc, char **argv)
     pp_model *model = NULL;
     g_autofree char *why = NULL;
     if (flops_rate > 0 && bench_workload_model(w, &layout, &model, &why))
-      bench_bound(&layout, model, h2d_rate, d2h_rate, flops_rate, &bound);
+      bench_bound(&layout, model, &copy_rates, flops_rate, &bound);
     g_clear_pointer(&model, pp_model_free);
     /* Lines for after the workload's rows, which they would split. */
     g_autoptr(GString) notes = g_string_new(NULL);
