@@ -17,14 +17,7 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t err_ = (x);                                                                        \
-    if (err_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_));         \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "cuda_check.cuh"
 
 constexpr size_t MAX_BYTES = 64u << 20, FRAME = 1u << 20;
 constexpr int STREAMS = 4, BATCH = 64, REPS = 31;

@@ -14,14 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t err_ = (x);                                                                        \
-    if (err_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_));         \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "cuda_check.cuh"
 
 constexpr int RING = 8, COPIES = 64, RUNS = 7;
 

@@ -17,14 +17,7 @@
 
 #include <thread>
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t err_ = (call);                                                                     \
-    if (err_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(err_));                                \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "cuda_check.cuh"
 
 static double
 now_us()
