@@ -59,9 +59,10 @@ void pp_plan_outcome_clear(pp_plan_outcome *out);
  * frames come (its model, precision, slots), so that its next start can
  * ready it while the pipeline is still starting: cuBLASLt, which a plan
  * from the cache loads on first use (60-90 ms), and the caps its frames
- * came in. A hint is one line; reading gives NULL where none is kept or the entry is not whole, and a
- * hint that cannot be written is left (said in the debug log): neither is
- * an error, as nothing depends on a hint but how soon a start is ready.
+ * came in. A hint is one line. Reading gives NULL where none is kept or
+ * the entry is not whole, and a hint that cannot be written is left (said
+ * in the debug log): neither is an error, as nothing depends on a hint but
+ * how soon a start is ready.
  * `dir` as the settings' (NULL: the user's cache). g_free what read gives. */
 char *pp_start_hint_read(const char *dir, const char *key);
 void pp_start_hint_write(const char *dir, const char *key, const char *hint);
