@@ -14,9 +14,9 @@ and its source tried again every RETRY seconds while the others go on; its strea
 stop of more than its stall-timeout is a warning while it lasts. At the end
 (DURATION, or Ctrl-C) every camera's stream ends with EOS and a line per
 camera counts its frames: scored, published, unpublished, missing (and,
-for RTP over UDP, the jitterbuffer's packets pushed, lost and late; a
-camera that restarts starts from new sequence numbers, and the jump counts
-as lost packets).
+for RTP over UDP, the jitterbuffer's packets pushed, lost and late). A
+camera that restarts sends as a new RTP source (a new SSRC, its own
+sequence numbers and timestamps): its jitterbuffer starts over for it.
 
     cameras.py LIST        (see cameras.sh for the list and the variables)"""
 import os
@@ -97,6 +97,13 @@ class Camera:
         pipeline.add(self.rest)
         self.sink = self.rest.get_static_pad("sink")
         self.sink.add_probe(Gst.PadProbeType.EVENT_DOWNSTREAM, self.drop_eos)
+        self.jitterbuffer = self.rest.get_by_name(f"jb-{name}")
+        if self.jitterbuffer:
+            senders = Gst.ElementFactory.make("rtpssrcdemux", f"senders-{name}")
+            self.rest.add(senders)
+            self.sink.set_target(senders.get_static_pad("sink"))
+            senders.connect("new-ssrc-pad", self.new_sender)
+            self.ssrc = None
         self.stopping = False
         self.retry_pending = False
         self.src = None
@@ -108,6 +115,24 @@ class Camera:
         if info.get_event().type == Gst.EventType.EOS and not self.stopping:
             return Gst.PadProbeReturn.DROP
         return Gst.PadProbeReturn.OK
+
+    def new_sender(self, senders, ssrc, pad):
+        """RTP over UDP: a camera that restarts is a new RTP source, whose
+        sequence numbers have nothing to do with the old one's. Judged
+        against the old one's, those that fall just behind its last are
+        dropped as late for up to the jitterbuffer's max-misorder-time (2 s
+        of packets); flushed, the jitterbuffer starts over with the new
+        source. (Runs in the source's streaming thread, before the new
+        source's first packet.)"""
+        jitterbuffer_sink = self.jitterbuffer.get_static_pad("sink")
+        old = jitterbuffer_sink.get_peer()
+        if old is not None:
+            old.unlink(jitterbuffer_sink)
+            jitterbuffer_sink.send_event(Gst.Event.new_flush_start())
+            jitterbuffer_sink.send_event(Gst.Event.new_flush_stop(False))
+            senders.emit("clear-ssrc", self.ssrc)
+        pad.link(jitterbuffer_sink)
+        self.ssrc = ssrc
 
     def make_source(self):
         self.src = Gst.parse_launch(source_line(self.url))
@@ -167,10 +192,9 @@ class Camera:
 
     def packets(self):
         """RTP over UDP: the jitterbuffer's packets pushed, lost, late."""
-        jb = self.rest.get_by_name(f"jb-{self.name}")
-        if not jb:
+        if not self.jitterbuffer:
             return ""
-        st = jb.get_property("stats")
+        st = self.jitterbuffer.get_property("stats")
         return ", " + ", ".join(f"packets-{k}={st.get_value('num-' + k)}"
                                 for k in ("pushed", "lost", "late"))
 

@@ -11,7 +11,7 @@
 # cudamlp, or while its camera was away); the counts come at the end, a
 # line per stream. A camera whose source fails (an RTSP server gone) is
 # said on stderr and tried again every RETRY seconds (2) while the others
-# go on.
+# go on; an RTP camera that restarts (a new RTP source) is taken up anew.
 #
 #   pipelines/cameras.sh cameras.txt
 #
@@ -28,7 +28,9 @@
 # jitterbuffer's), DURATION=s (unset: until Ctrl-C; either ends every
 # stream with EOS), RETRY=s (2), PRINT=1 prints the pipeline as a
 # gst-launch line instead of running it (gst-launch would end every camera
-# at the first one's error), PP_GST_PYTHON (the python that has GStreamer's
+# at the first one's error, and an RTP camera that restarts from sequence
+# numbers just behind its last ones loses up to 2 s of packets as late;
+# cameras.py starts its jitterbuffer over for each new RTP source), PP_GST_PYTHON (the python that has GStreamer's
 # bindings; /usr/bin/python3).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"

@@ -7,7 +7,10 @@
 # started here; on the other (the GPU host) the receiver, scoring all three
 # on the CPU backend and publishing to the broker and to JSON lines.
 # Without root, all of it on 127.0.0.1. Camera "door" stops for a second
-# after 45 frames and comes back (a new sender, as a restarted camera);
+# after 45 frames and comes back (a new sender, as a restarted camera:
+# a new SSRC, its sequence numbers starting where the first sender's did,
+# behind the last ones the receiver took, as a camera that counts from a
+# fixed number at each boot);
 # camera "yard" loses 5% of its packets. Every frame is accounted for: door's 90 frames all scored
 # and published, its pause counted as ~30 frames missing; yard's scored and
 # missing frames together 85–90 of 90 (a loss in the last frames leaves no
@@ -63,11 +66,12 @@ sleep 0.5
 "${site[@]}" mosquitto_sub -h "$site_host" -p "$broker_port" -t 'pingpong/#' -q 1 -v \
   > "$work/messages.txt" & pids+=($!)
 
-send() { # port frames drop-probability
+send() { # port frames drop-probability [first-seqnum]
   "${site[@]}" gst-launch-1.0 -q videotestsrc is-live=true num-buffers="$2" \
     ! video/x-raw,format=I420,width=128,height=96,framerate=30/1 \
     ! x264enc tune=zerolatency key-int-max=15 speed-preset=ultrafast \
-    ! rtph264pay config-interval=1 pt=96 ! identity drop-probability="$3" \
+    ! rtph264pay config-interval=1 pt=96 seqnum-offset="${4:--1}" \
+    ! identity drop-probability="$3" \
     ! udpsink host="$receiver_host" port="$1"
 }
 # The cameras start once the receiver listens (a packet sent before is
@@ -77,7 +81,7 @@ listening() {
   "${receiver[@]}" cat /proc/net/udp /proc/net/udp6 2> /dev/null | grep -q "$(printf ':%04X ' "$1")"
 }
 receiver_up() { for _ in $(seq 300); do listening "$door" && listening "$yard" && return; sleep 0.1; done; }
-(receiver_up; send "$yard" 90 0.05 & send "$door" 45 0; sleep 1; send "$door" 45 0; wait) \
+(receiver_up; send "$yard" 90 0.05 & send "$door" 45 0 1000; sleep 1; send "$door" 45 0 1000; wait) \
   > "$work/senders.log" 2>&1 & pids+=($!)
 rtsp_pid=${pids[0]}
 (receiver_up; sleep 2; kill "$rtsp_pid"; sleep 1.5
