@@ -188,7 +188,10 @@ class Camera:
 
     def end(self):
         self.stopping = True
-        self.sink.send_event(Gst.Event.new_eos())
+        # RTP over UDP: EOS straight into the jitterbuffer, as the sender
+        # demuxer has nowhere to forward it before a first packet came.
+        entry = self.jitterbuffer.get_static_pad("sink") if self.jitterbuffer else self.sink
+        entry.send_event(Gst.Event.new_eos())
 
     def packets(self):
         """RTP over UDP: the jitterbuffer's packets pushed, lost, late."""

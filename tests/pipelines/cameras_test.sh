@@ -21,7 +21,8 @@
 # scored, the gap counted as missing. Camera "porch" is an RTSP URL where
 # nothing listens, down from the start: the receiver says so and tries
 # again, and the others go on (a sink that never prerolls must not hold
-# the pipeline in PAUSED). (The per-camera count lines
+# the pipeline in PAUSED). Camera "attic" is an RTP port no packet ever
+# reaches: its stream still ends at the end and is counted. (The per-camera count lines
 # cameras.sh prints at the end are scorepublish's summaries, which
 # publish_test.py checks.)
 # PP_TEST_BACKEND=cuda runs the same with nvh264dec and the CUDA backend
@@ -55,9 +56,10 @@ fi
 echo "cameras and broker at $site_host, the receiver at $receiver_host"
 free_port() { "$py" -c 'import socket; s = socket.socket(socket.AF_INET, socket.'"$1"'); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 broker_port=$(free_port SOCK_STREAM) door=$(free_port SOCK_DGRAM) yard=$(free_port SOCK_DGRAM)
+attic=$(free_port SOCK_DGRAM)
 rtsp=$(free_port SOCK_STREAM) nobody=$(free_port SOCK_STREAM)
-printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://%s:%s/cam\nporch rtsp://%s:%s/cam\n' \
-  "$door" "$yard" "$site_host" "$rtsp" "$site_host" "$nobody" > "$work/cameras.txt"
+printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://%s:%s/cam\nporch rtsp://%s:%s/cam\nattic udp://:%s\n' \
+  "$door" "$yard" "$site_host" "$rtsp" "$site_host" "$nobody" "$attic" > "$work/cameras.txt"
 "${site[@]}" "$py" "$here/rtsp_camera.py" "$rtsp" "$site_host" > "$work/rtsp.log" 2>&1 & pids=($!)
 
 printf 'listener %s %s\nallow_anonymous true\n' "$broker_port" "$site_host" > "$work/broker.conf"
@@ -124,5 +126,7 @@ check "yard: the jitterbuffer's lost packets counted ($lost)" "[ '${lost:-0}' -g
 check "porch (never up): the receiver said so and tried again" \
   "grep -q '^camera porch: .*trying again' '$work/stderr.txt'"
 check "porch: no frame scored" "grep -q '^stream=porch, frames=0,' '$work/summary.txt'"
-check "a count line per camera at the end" "[ \$(grep -c '^stream=.*frames=' '$work/summary.txt') = 4 ]"
+check "attic (RTP, no packet ever): no frame scored" "grep -q '^stream=attic, frames=0,' '$work/summary.txt'"
+check "every stream ended at the end (EOS)" "! grep -q 'no EOS within' '$work/stderr.txt'"
+check "a count line per camera at the end" "[ \$(grep -c '^stream=.*frames=' '$work/summary.txt') = 5 ]"
 exit $fail
