@@ -116,6 +116,13 @@ m=$(missing door)
 check "door: its 1 s pause counted as missing frames (25-45)" "[ '$m' -ge 25 ] && [ '$m' -le 45 ]"
 t=$(($(scored yard) + $(missing yard)))
 check "yard: scored + missing = $t, 85-90 of 90" "[ $t -ge 85 ] && [ $t -le 90 ]"
+# Beside a miscount, yard's gaps between timestamps that are not one frame period.
+[ $t -ge 85 ] && [ $t -le 90 ] ||
+  awk '{ match($0, /"frame":[0-9]+/); f = substr($0, RSTART + 8, RLENGTH - 8)
+         match($0, /"pts":[0-9]+/); t = substr($0, RSTART + 6, RLENGTH - 6) }
+       NR > 1 && ((t - p) * 30 / 1e9 < 0.9 || (t - p) * 30 / 1e9 > 1.1) {
+         printf "yard: frame %d came %.2f frame periods after the one before\n", f, (t - p) * 30 / 1e9 }
+       { p = t }' "$work/scores/yard.jsonl"
 g=$(scored gate) gm=$(missing gate)
 after=$(sed -n '/"missing-before"/,$p' "$work/scores/gate.jsonl" | wc -l)
 check "gate (RTSP): the receiver said it failed and tried again" "grep -q '^camera gate: .*trying again' '$work/stderr.txt'"
