@@ -15,7 +15,12 @@
 # and published, its pause counted as ~30 frames missing; yard's scored and
 # missing frames together 85–90 of 90 (a loss in the last frames leaves no
 # gap to count); every scored frame a line in the file and a message the
-# subscriber got. The RTSP camera "gate" is killed 2 s into the run and
+# subscriber got. The broker is stopped 1.2 s into the run and started
+# again 0.8 s later: each camera's frames are published or counted
+# unpublished (their sum its frames scored), the receiver says the broker
+# went away, and publishing resumes (gate's last frame reaches the
+# subscriber); a camera that lost no message to the outage has every
+# scored frame at the subscriber. The RTSP camera "gate" is killed 2 s into the run and
 # started again 1.5 s later: the others go on, the receiver says so and
 # tries again until gate is back, and gate's frames after the gap are
 # scored, the gap counted as missing. Camera "porch" is an RTSP URL where
@@ -63,7 +68,8 @@ printf 'door udp://:%s\nyard udp://:%s\ngate rtsp://%s:%s/cam\nporch rtsp://%s:%
 "${site[@]}" "$py" "$here/rtsp_camera.py" "$rtsp" "$site_host" > "$work/rtsp.log" 2>&1 & pids=($!)
 
 printf 'listener %s %s\nallow_anonymous true\n' "$broker_port" "$site_host" > "$work/broker.conf"
-"${site[@]}" mosquitto -c "$work/broker.conf" > "$work/broker.log" 2>&1 & pids+=($!)
+"${site[@]}" mosquitto -c "$work/broker.conf" > "$work/broker.log" 2>&1 & broker_pid=$!
+pids+=($broker_pid)
 sleep 0.5
 "${site[@]}" mosquitto_sub -h "$site_host" -p "$broker_port" -t 'pingpong/#' -q 1 -v \
   > "$work/messages.txt" & pids+=($!)
@@ -86,6 +92,9 @@ receiver_up() { for _ in $(seq 300); do listening "$door" && listening "$yard" &
 (receiver_up; send "$yard" 90 0.05 & send "$door" 45 0 1000; sleep 1; send "$door" 45 0 1000; wait) \
   > "$work/senders.log" 2>&1 & pids+=($!)
 rtsp_pid=${pids[0]}
+(receiver_up; sleep 1.2; kill "$broker_pid"; sleep 0.8
+  exec "${site[@]}" mosquitto -c "$work/broker.conf" >> "$work/broker.log" 2>&1) &
+pids+=($!)
 (receiver_up; sleep 2; kill "$rtsp_pid"; sleep 1.5
   exec "${site[@]}" "$py" "$here/rtsp_camera.py" "$rtsp" "$site_host" > "$work/rtsp2.log" 2>&1) &
 pids+=($!)
@@ -105,12 +114,24 @@ check() { # description, condition
   if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
 }
 check "the receiver ended cleanly (exit $status)" "[ $status = 0 ]"
+# A camera's count line: frames published and unpublished.
+counted() { sed -n "s/^stream=$1, frames=[0-9]*, published=\([0-9]*\), unpublished=\([0-9]*\),.*/\\$2/p" "$work/summary.txt"; }
+received() { grep "^pingpong/$1/scores " "$work/messages.txt" | sed 's/.*"frame":\([0-9]*\).*/\1/' | sort -un; }
+outage=0
 for cam in door yard gate; do
-  n=$(scored "$cam")
-  got=$(grep "^pingpong/$cam/scores " "$work/messages.txt" | sed 's/.*"frame":\([0-9]*\).*/\1/' | sort -un | wc -l)
-  echo "$cam: $n scored, $(missing "$cam") missing, $got messages at the broker"
-  check "$cam: every scored frame reached the broker's subscriber" "[ '$got' = '$n' ]"
+  n=$(scored "$cam") got=$(received "$cam" | wc -l) pub=$(counted "$cam" 1) unpub=$(counted "$cam" 2)
+  echo "$cam: $n scored, $(missing "$cam") missing, $pub published, $unpub unpublished, $got messages at the broker"
+  check "$cam: published + unpublished = scored" "[ '$((pub + unpub))' = '$n' ]"
+  if [ "$unpub" = 0 ]; then
+    check "$cam: every scored frame reached the broker's subscriber" "[ '$got' = '$n' ]"
+  else
+    outage=1
+    check "$cam: the subscriber got no more than was published" "[ '$got' -le '$pub' ]"
+  fi
 done
+check "the broker's outage counted frames unpublished" "[ $outage = 1 ]"
+check "the receiver said the broker went away" "grep -q 'not reachable' '$work/stderr.txt'"
+check "publishing resumed: gate's last frame at the subscriber" "received gate | grep -qx '$(($(scored gate) - 1))'"
 check "door: all 90 frames scored" "[ '$(scored door)' = 90 ]"
 m=$(missing door)
 check "door: its 1 s pause counted as missing frames (25-45)" "[ '$m' -ge 25 ] && [ '$m' -le 45 ]"
