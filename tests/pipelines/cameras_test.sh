@@ -2,33 +2,32 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # pipelines/cameras.sh as a site runs it: on one side of a veth pair (a
 # network namespace, the site) two RTP/H.264 cameras over UDP
-# (videotestsrc ! x264enc ! rtph264pay ! udpsink, 90 frames each), an
-# RTSP camera (gst-rtsp-server, rtsp_camera.py) and a mosquitto broker
-# started here; on the other (the GPU host) the receiver, scoring all three
-# on the CPU backend and publishing to the broker and to JSON lines.
-# Without root, all of it on 127.0.0.1. Camera "door" stops for a second
-# after 45 frames and comes back (a new sender, as a restarted camera:
-# a new SSRC, its sequence numbers starting where the first sender's did,
-# behind the last ones the receiver took, as a camera that counts from a
-# fixed number at each boot);
-# camera "yard" loses 5% of its packets. Every frame is accounted for: door's 90 frames all scored
-# and published, its pause counted as ~30 frames missing; yard's scored and
-# missing frames together 85–90 of 90 (a loss in the last frames leaves no
-# gap to count); every scored frame a line in the file and a message the
-# subscriber got. The broker is stopped 1.2 s into the run and started
-# again 0.8 s later: each camera's frames are published or counted
-# unpublished (their sum its frames scored), the receiver says the broker
-# went away, and publishing resumes (gate's last frame reaches the
-# subscriber); a camera that lost no message to the outage has every
-# scored frame at the subscriber. The RTSP camera "gate" is killed 2 s into the run and
+# (videotestsrc ! x264enc ! rtph264pay ! udpsink, 90 frames each), an RTSP
+# camera (gst-rtsp-server, rtsp_camera.py) and a mosquitto broker started
+# here; on the other (the GPU host) the receiver, scoring them on the CPU
+# backend and publishing to the broker and to JSON lines. Without root, all
+# of it on 127.0.0.1. Camera "door" stops for a second after 45 frames and
+# comes back (a new sender, as a restarted camera: a new SSRC, its sequence
+# numbers starting where the first sender's did, behind the last ones the
+# receiver took, as a camera that counts from a fixed number at each boot);
+# camera "yard" loses 5% of its packets. Every frame is accounted for:
+# door's 90 frames all scored, its pause counted as ~30 frames missing;
+# yard's scored and missing frames together 85–90 of 90 (a loss in the last
+# frames leaves no gap to count); every scored frame a line in the file. The
+# broker is stopped 1.2 s into the run and started again 0.8 s later: each
+# camera's frames are published or counted unpublished (their sum its frames
+# scored), the receiver says the broker went away, and publishing resumes
+# (gate's last frame reaches the subscriber); a camera that lost no message
+# to the outage has every scored frame at the subscriber, the others no more
+# than were published. The RTSP camera "gate" is killed 2 s into the run and
 # started again 1.5 s later: the others go on, the receiver says so and
 # tries again until gate is back, and gate's frames after the gap are
 # scored, the gap counted as missing. Camera "porch" is an RTSP URL where
 # nothing listens, down from the start: the receiver says so and tries
-# again, and the others go on (a sink that never prerolls must not hold
-# the pipeline in PAUSED). Camera "attic" is an RTP port no packet ever
-# reaches: its stream still ends at the end and is counted. (The per-camera count lines
-# cameras.sh prints at the end are scorepublish's summaries, which
+# again, and the others go on (a sink that never prerolls must not hold the
+# pipeline in PAUSED). Camera "attic" is an RTP port no packet ever reaches:
+# its stream still ends at the end and is counted. (The per-camera count
+# lines cameras.sh prints at the end are scorepublish's summaries, which
 # publish_test.py checks.)
 # PP_TEST_BACKEND=cuda runs the same with nvh264dec and the CUDA backend
 # (the GPU suite), the frames reaching cudamlp in CUDA memory.
