@@ -14,6 +14,7 @@
  *   distance off or more.
  *
  * Exits 77 without a CUDA device; PP_GPU_QUICK=1 keeps the small shapes. */
+#include <math.h>
 #include <string.h>
 
 #include "kernel_check.h"
@@ -77,6 +78,33 @@ smem_limit(void)
   return limit;
 }
 
+/* The wide kernel's n results of `m` at `t` on the device's X `a`, its
+ * weights uploaded and packed as the executor does. */
+static float *
+wide_result(const pp_model *m, pp_dtype t, const pp_cuda_a *a, uint32_t n, uint32_t k)
+{
+  const unsigned n_layers = m->n_layers;
+  pp_gpu_weights gw = { 0 };
+  char *msg = NULL;
+  if (pp_gpu_weights_upload(&gw, m, t, kc_stream, &msg) < 0)
+    fail_msg("uploading the weights: %s", msg);
+  pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
+  for (unsigned i = 0; i < n_layers; i++) {
+    const pp_gpu_layer *l = &gw.layers[i];
+    layers[i] = (pp_cuda_wide_layer){ i + 1 == n_layers ? (const void *) l->w : l->w16, l->b, l->in,
+                                      l->out, l->act };
+  }
+  void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, layers, n_layers));
+  CHECK_CUDA(pp_cuda_wide_pack(kc_stream, t, layers, n_layers, blob, packed));
+  float *d_y = device_poisoned(n);
+  CHECK_CUDA(pp_cuda_mlp_wide(kc_stream, a, n, k, packed, n_layers, t, d_y));
+  float *y = host_result(d_y, n);
+  cudaFree(d_y);
+  cudaFree(blob);
+  pp_gpu_weights_free(&gw);
+  return y;
+}
+
 static void
 check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format, uint32_t n,
            uint32_t k, uint32_t patch, unsigned n_layers, const uint32_t *outs, const pp_act *acts,
@@ -91,21 +119,7 @@ check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
     const size_t smem = pp_cuda_mlp_wide_smem(t, k, n_layers, outs);
     assert_true(smem > 0 && smem <= (size_t) smem_limit());
-    pp_gpu_weights gw = { 0 };
-    char *msg = NULL;
-    if (pp_gpu_weights_upload(&gw, m, t, kc_stream, &msg) < 0)
-      fail_msg("uploading the weights: %s", msg);
-    pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
-    for (unsigned i = 0; i < n_layers; i++) {
-      const pp_gpu_layer *l = &gw.layers[i];
-      layers[i] = (pp_cuda_wide_layer){ i + 1 == n_layers ? (const void *) l->w : l->w16, l->b,
-                                        l->in, l->out, l->act };
-    }
-    void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, layers, n_layers));
-    CHECK_CUDA(pp_cuda_wide_pack(kc_stream, t, layers, n_layers, blob, packed));
-    float *d_y = device_poisoned(n);
-    CHECK_CUDA(pp_cuda_mlp_wide(kc_stream, &in.a, n, k, packed, n_layers, t, d_y));
-    float *y = host_result(d_y, n);
+    float *y = wide_result(m, t, &in.a, n, k);
 
     reference_rounded(m, in.x, n, t, rounded);
     float *rounded_f = g_new(float, n);
@@ -120,9 +134,6 @@ check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
     expect_close(alike, y, rounded, mag, n, true, PP_SAME_PRECISION_RATIO * own + 1e-7);
     g_free(rounded_f);
     g_free(y);
-    cudaFree(d_y);
-    cudaFree(blob);
-    pp_gpu_weights_free(&gw);
   }
   g_free(ref), g_free(mag), g_free(rounded);
   pp_model_free(m);
@@ -169,6 +180,55 @@ test_wide_mlp(void **state)
              true);
 }
 
+/* A bf16 bit pattern as a float. */
+static float
+bf16_value(uint32_t bits)
+{
+  const uint32_t u = bits << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Every one of the 65,536 bf16 values through a GELU layer of the wide
+ * kernel, 32 wide (a warp's columns, none past the layer's width), weight
+ * 1, no bias, then the mean of its 32 equal outputs (exact: weights of
+ * 1/32), against the per-layer path's GELU on the same values (bias_act):
+ * the same value, infinities and NaN included. */
+static void
+test_wide_gelu_every_bf16(void **state)
+{
+  (void) state;
+  enum { N = 1 << 16, WIDTH = 32 };
+  float *x = g_new(float, N);
+  for (uint32_t i = 0; i < N; i++)
+    x[i] = bf16_value(i);
+  test_rng rng;
+  test_rng_seed(&rng, seed + 12);
+  const uint32_t outs[] = { WIDTH, 1 };
+  const pp_act acts[] = { G, ID };
+  pp_model *m = random_layers(&rng, 1, 2, outs, acts, false);
+  for (unsigned j = 0; j < WIDTH; j++)
+    m->layers[0].w[j] = 1.0f, m->layers[1].w[j] = 1.0f / WIDTH;
+  float *d_x = device_copy(x, N * sizeof(float));
+  const pp_cuda_a a = { .kind = PP_A_F32, .data = d_x, .ld = 1 };
+  float *y = wide_result(m, PP_DTYPE_BF16, &a, N, 1);
+
+  uint16_t *d_h = device_copy(NULL, N * sizeof(uint16_t)), *h = g_new(uint16_t, N);
+  CHECK_CUDA(pp_cuda_cast(kc_stream, d_x, N, PP_DTYPE_BF16, false, d_h));
+  CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_h, PP_DTYPE_BF16, N, 1, 1, NULL, G));
+  CHECK_CUDA(cudaMemcpyAsync(h, d_h, N * sizeof(uint16_t), cudaMemcpyDeviceToHost, kc_stream));
+  CHECK_CUDA(cudaStreamSynchronize(kc_stream));
+  for (uint32_t i = 0; i < N; i++) {
+    const float want = bf16_value(h[i]);
+    if (!(isnan(want) && isnan(y[i])) && y[i] != want)
+      fail_msg("GELU(%.9g) (bf16 0x%04x): %.9g, the per-layer path %.9g", x[i], i, y[i], want);
+  }
+  g_free(x), g_free(y), g_free(h);
+  cudaFree(d_x), cudaFree(d_h);
+  pp_model_free(m);
+}
+
 /* Shapes the launcher refuses, and a packer given no stream. */
 static void
 test_wide_checks_shapes(void **state)
@@ -204,6 +264,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wide_mlp),
+    cmocka_unit_test(test_wide_gelu_every_bf16),
     cmocka_unit_test(test_wide_checks_shapes),
   };
   return kc_main("cuda-wide", tests, G_N_ELEMENTS(tests), &seed, &quick);
