@@ -48,6 +48,10 @@ void *device_copy(const void *host, size_t bytes);
 float *device_poisoned(size_t n);
 /* n floats back from the device, the stream synchronised. */
 float *host_result(const float *d, size_t n);
+/* A 16-bit value of type t (bf16 or f16) from its bit pattern, and n of
+ * them back from the device as floats, the stream synchronised. */
+float half_value(pp_dtype t, uint16_t bits);
+float *host_halves(const void *d, size_t n, pp_dtype t);
 /* A random frame of `kind`/`format` whose X is about n×k (patch: patch
  * side), on the device and as the floats the reference reads. */
 input make_input(test_rng *rng, pp_layout_kind kind, pp_pixel_format format, uint32_t n, uint32_t k,

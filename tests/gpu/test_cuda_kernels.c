@@ -364,30 +364,6 @@ test_rowdot(void **state)
 
 /* ---- element-wise --------------------------------------------------------------- */
 
-/* n 16-bit values of type t from the device, as floats. */
-static float *
-host_halves(const void *d, size_t n, pp_dtype t)
-{
-  uint16_t *bits = g_new(uint16_t, n);
-  CHECK_CUDA(cudaMemcpyAsync(bits, d, n * 2, cudaMemcpyDeviceToHost, kc_stream));
-  CHECK_CUDA(cudaStreamSynchronize(kc_stream));
-  float *v = g_new(float, n);
-  for (size_t i = 0; i < n; i++) {
-    if (t == PP_DTYPE_BF16) {
-      const uint32_t u = (uint32_t) bits[i] << 16;
-      memcpy(&v[i], &u, sizeof u);
-      continue;
-    }
-    const int e = (bits[i] >> 10) & 31, f = bits[i] & 1023;
-    const float mag = e == 31  ? (f ? NAN : INFINITY)
-                      : e == 0 ? ldexpf((float) f, -24)
-                               : ldexpf((float) (1024 + f), e - 25);
-    v[i] = bits[i] & 0x8000 ? -mag : mag;
-  }
-  g_free(bits);
-  return v;
-}
-
 static void check_bias_act(test_rng *rng, uint32_t m, uint32_t n, uint32_t ldc);
 
 static void

@@ -180,29 +180,17 @@ test_wide_mlp(void **state)
              true);
 }
 
-/* A bf16 bit pattern as a float. */
-static float
-bf16_value(uint32_t bits)
-{
-  const uint32_t u = bits << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/* Every one of the 65,536 bf16 values through a GELU layer of the wide
- * kernel, 32 wide (a warp's columns, none past the layer's width), weight
- * 1, no bias, then the mean of its 32 equal outputs (exact: weights of
- * 1/32), against the per-layer path's GELU on the same values (bias_act):
- * the same value, infinities and NaN included. */
+/* Every one of the 65,536 values of each 16-bit type through a GELU
+ * layer of the wide kernel, 32 wide (a warp's columns, none past the
+ * layer's width), weight 1, no bias, then the mean of its 32 equal
+ * outputs (exact: weights of 1/32), against the per-layer path's GELU on
+ * the same values (bias_act): the same value, infinities, subnormals and
+ * NaN included. */
 static void
-test_wide_gelu_every_bf16(void **state)
+test_wide_gelu_every_value(void **state)
 {
   (void) state;
   enum { N = 1 << 16, WIDTH = 32 };
-  float *x = g_new(float, N);
-  for (uint32_t i = 0; i < N; i++)
-    x[i] = bf16_value(i);
   test_rng rng;
   test_rng_seed(&rng, seed + 12);
   const uint32_t outs[] = { WIDTH, 1 };
@@ -210,22 +198,26 @@ test_wide_gelu_every_bf16(void **state)
   pp_model *m = random_layers(&rng, 1, 2, outs, acts, false);
   for (unsigned j = 0; j < WIDTH; j++)
     m->layers[0].w[j] = 1.0f, m->layers[1].w[j] = 1.0f / WIDTH;
-  float *d_x = device_copy(x, N * sizeof(float));
-  const pp_cuda_a a = { .kind = PP_A_F32, .data = d_x, .ld = 1 };
-  float *y = wide_result(m, PP_DTYPE_BF16, &a, N, 1);
-
-  uint16_t *d_h = device_copy(NULL, N * sizeof(uint16_t)), *h = g_new(uint16_t, N);
-  CHECK_CUDA(pp_cuda_cast(kc_stream, d_x, N, PP_DTYPE_BF16, false, d_h));
-  CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_h, PP_DTYPE_BF16, N, 1, 1, NULL, G));
-  CHECK_CUDA(cudaMemcpyAsync(h, d_h, N * sizeof(uint16_t), cudaMemcpyDeviceToHost, kc_stream));
-  CHECK_CUDA(cudaStreamSynchronize(kc_stream));
-  for (uint32_t i = 0; i < N; i++) {
-    const float want = bf16_value(h[i]);
-    if (!(isnan(want) && isnan(y[i])) && y[i] != want)
-      fail_msg("GELU(%.9g) (bf16 0x%04x): %.9g, the per-layer path %.9g", x[i], i, y[i], want);
+  float *x = g_new(float, N);
+  void *d_h = device_copy(NULL, N * sizeof(uint16_t));
+  for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+    for (uint32_t i = 0; i < N; i++)
+      x[i] = half_value(t, (uint16_t) i);
+    float *d_x = device_copy(x, N * sizeof(float));
+    const pp_cuda_a a = { .kind = PP_A_F32, .data = d_x, .ld = 1 };
+    float *y = wide_result(m, t, &a, N, 1);
+    CHECK_CUDA(pp_cuda_cast(kc_stream, d_x, N, t, false, d_h));
+    CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_h, t, N, 1, 1, NULL, G));
+    float *want = host_halves(d_h, N, t);
+    for (uint32_t i = 0; i < N; i++)
+      if (!(isnan(want[i]) && isnan(y[i])) && y[i] != want[i])
+        fail_msg("%s GELU(%.9g) (0x%04x): %.9g, the per-layer path %.9g", pp_dtype_name(t), x[i], i,
+                 y[i], want[i]);
+    g_free(y), g_free(want);
+    cudaFree(d_x);
   }
-  g_free(x), g_free(y), g_free(h);
-  cudaFree(d_x), cudaFree(d_h);
+  g_free(x);
+  cudaFree(d_h);
   pp_model_free(m);
 }
 
@@ -264,7 +256,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wide_mlp),
-    cmocka_unit_test(test_wide_gelu_every_bf16),
+    cmocka_unit_test(test_wide_gelu_every_value),
     cmocka_unit_test(test_wide_checks_shapes),
   };
   return kc_main("cuda-wide", tests, G_N_ELEMENTS(tests), &seed, &quick);
