@@ -89,19 +89,53 @@ mma_step(float (&acc)[NT][4], const float (&av)[4], const float (&bv)[NT][2])
 }
 
 /* acc[j] (rows g, g+8; columns 8j+2t, 8j+2t+1) = act(acc + b), zero past
- * `out` so the next layer's padding adds nothing. */
-template <int ACT>
+ * `out` so the next layer's padding adds nothing. A known kind folds
+ * pp_act_apply's switch away; with ALL_IN (out is D) no column is checked:
+ * a check a value put a branch around each activation, and each waited
+ * for the one before (the wide kernel's MLP, docs/PERFORMANCE.md). */
+template <int ACT, bool ALL_IN>
 __device__ __forceinline__ void
 bias_act(float (&acc)[NT][4], const pp_cuda_chain_layer &l, int t)
 {
+  const pp_act act = ACT == pp::ACT_ANY ? l.act : pp_act{ (pp_act_kind) ACT, l.act.slope };
 #pragma unroll
   for (int j = 0; j < NT; j++)
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       const unsigned col = j * 8 + 2 * t + (i & 1);
-      const float b = l.b && col < l.out ? __ldg(l.b + col) : 0.f;
-      acc[j][i] = col < l.out ? pp::activate<ACT>(l.act, acc[j][i] + b) : 0.f;
+      const bool in = ALL_IN || col < l.out;
+      const float b = l.b && in ? __ldg(l.b + col) : 0.f;
+      acc[j][i] = in ? pp::activate<ACT>(act, acc[j][i] + b) : 0.f;
     }
+}
+
+template <int ACT>
+__device__ __forceinline__ void
+bias_act_as(float (&acc)[NT][4], const pp_cuda_chain_layer &l, int t)
+{
+  if (l.out >= D)
+    bias_act<ACT, true>(acc, l, t);
+  else
+    bias_act<ACT, false>(acc, l, t);
+}
+
+/* The layer's kind chosen once, not a value at a time: the common kinds
+ * each in code of their own. */
+__device__ __forceinline__ void
+bias_act_any(float (&acc)[NT][4], const pp_cuda_chain_layer &l, int t)
+{
+  switch (l.act.kind) {
+    case PP_ACT_IDENTITY:
+      return bias_act_as<PP_ACT_IDENTITY>(acc, l, t);
+    case PP_ACT_RELU:
+      return bias_act_as<PP_ACT_RELU>(acc, l, t);
+    case PP_ACT_GELU:
+      return bias_act_as<PP_ACT_GELU>(acc, l, t);
+    case PP_ACT_SILU:
+      return bias_act_as<PP_ACT_SILU>(acc, l, t);
+    default:
+      return bias_act_as<pp::ACT_ANY>(acc, l, t);
+  }
 }
 
 template <int PASSES, int FIRST>
@@ -156,7 +190,10 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
     }
     __syncthreads();
   }
-  bias_act<FIRST>(acc, l0, t);
+  if constexpr (FIRST == pp::ACT_ANY)
+    bias_act_any(acc, l0, t);
+  else
+    bias_act_as<FIRST>(acc, l0, t);
 
   /* The middle layers: the warp's activations become its A operand through
    * its own tile; the layer's W, as stored, is every warp's B. */
@@ -198,7 +235,7 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
       mma_step<PASSES>(acc, av, bv);
     }
     __syncthreads(); /* every warp is done with w before the next layer's lands */
-    bias_act<pp::ACT_ANY>(acc, l, t);
+    bias_act_any(acc, l, t);
   }
 
   /* The last layer, one output: each row's dot product with w, in FP32, the
