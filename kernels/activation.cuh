@@ -8,6 +8,8 @@
 #ifndef PP_ACTIVATION_CUH
 #define PP_ACTIVATION_CUH
 
+#include <type_traits>
+
 #include "activation.h"
 
 namespace pp
@@ -26,6 +28,28 @@ activate(pp_act act, float x)
     return fmaxf(x, 0.f);
   else
     return pp_act_apply(act, x);
+}
+
+/* f(std::integral_constant<int, A>()) with A the kind, where the kind is
+ * one of the common ones in a fused kernel's epilogue, else ACT_ANY: the
+ * one switch from a layer's activation, read once a layer, to code of its
+ * own, rather than pp_act_apply's switch a value at a time. */
+template <typename F>
+__device__ __forceinline__ void
+with_act(pp_act_kind kind, F &&f)
+{
+  switch (kind) {
+    case PP_ACT_IDENTITY:
+      return f(std::integral_constant<int, PP_ACT_IDENTITY>());
+    case PP_ACT_RELU:
+      return f(std::integral_constant<int, PP_ACT_RELU>());
+    case PP_ACT_GELU:
+      return f(std::integral_constant<int, PP_ACT_GELU>());
+    case PP_ACT_SILU:
+      return f(std::integral_constant<int, PP_ACT_SILU>());
+    default:
+      return f(std::integral_constant<int, ACT_ANY>());
+  }
 }
 
 /* The template code for `act`. */

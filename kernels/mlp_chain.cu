@@ -119,25 +119,6 @@ bias_act_as(float (&acc)[NT][4], const pp_cuda_chain_layer &l, int t)
     bias_act<ACT, false>(acc, l, t);
 }
 
-/* The layer's kind chosen once, not a value at a time: the common kinds
- * each in code of their own. */
-__device__ __forceinline__ void
-bias_act_any(float (&acc)[NT][4], const pp_cuda_chain_layer &l, int t)
-{
-  switch (l.act.kind) {
-    case PP_ACT_IDENTITY:
-      return bias_act_as<PP_ACT_IDENTITY>(acc, l, t);
-    case PP_ACT_RELU:
-      return bias_act_as<PP_ACT_RELU>(acc, l, t);
-    case PP_ACT_GELU:
-      return bias_act_as<PP_ACT_GELU>(acc, l, t);
-    case PP_ACT_SILU:
-      return bias_act_as<PP_ACT_SILU>(acc, l, t);
-    default:
-      return bias_act_as<pp::ACT_ANY>(acc, l, t);
-  }
-}
-
 template <int PASSES, int FIRST>
 __global__ void
 __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsigned k,
@@ -191,7 +172,7 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
     __syncthreads();
   }
   if constexpr (FIRST == pp::ACT_ANY)
-    bias_act_any(acc, l0, t);
+    pp::with_act(l0.act.kind, [&](auto kind) { bias_act_as<decltype(kind)::value>(acc, l0, t); });
   else
     bias_act_as<FIRST>(acc, l0, t);
 
@@ -235,7 +216,7 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
       mma_step<PASSES>(acc, av, bv);
     }
     __syncthreads(); /* every warp is done with w before the next layer's lands */
-    bias_act_any(acc, l, t);
+    pp::with_act(l.act.kind, [&](auto kind) { bias_act_as<decltype(kind)::value>(acc, l, t); });
   }
 
   /* The last layer, one output: each row's dot product with w, in FP32, the

@@ -179,26 +179,6 @@ store_tile_as(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0,
     store(std::false_type{});
 }
 
-/* The common kinds each in code of their own. */
-template <typename T>
-__device__ __forceinline__ void
-store_tile(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h, uint32_t ld,
-           int wr, int wc, int lane)
-{
-  switch (l.act.kind) {
-    case PP_ACT_IDENTITY:
-      return store_tile_as<T, PP_ACT_IDENTITY>(acc, l, n0, h, ld, wr, wc, lane);
-    case PP_ACT_RELU:
-      return store_tile_as<T, PP_ACT_RELU>(acc, l, n0, h, ld, wr, wc, lane);
-    case PP_ACT_GELU:
-      return store_tile_as<T, PP_ACT_GELU>(acc, l, n0, h, ld, wr, wc, lane);
-    case PP_ACT_SILU:
-      return store_tile_as<T, PP_ACT_SILU>(acc, l, n0, h, ld, wr, wc, lane);
-    default:
-      return store_tile_as<T, pp::ACT_ANY>(acc, l, n0, h, ld, wr, wc, lane);
-  }
-}
-
 template <typename T, int STAGES>
 __global__ void
 __launch_bounds__(THREADS, 1)
@@ -241,7 +221,10 @@ __launch_bounds__(THREADS, 1)
         s = s + 1 == STAGES ? 0 : s + 1;
       }
       if (active)
-        store_tile(acc, l, n0, buf(li + 1), ld(li + 1), wr, wc, lane);
+        pp::with_act(l.act.kind, [&](auto kind) {
+          store_tile_as<T, decltype(kind)::value>(acc, l, n0, buf(li + 1), ld(li + 1), wr, wc,
+                                                  lane);
+        });
     }
   }
   asm volatile("cp.async.wait_group 0;" ::: "memory");
