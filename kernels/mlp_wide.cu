@@ -27,13 +27,11 @@
  * t = lane % 4: A's registers (row g, k 2t..), (row g+8, k 2t..), (row g,
  * k 2t+8..), (row g+8, k 2t+8..); B's (k 2t.., n g), (k 2t+8.., n g); C
  * c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
-#include <atomic>
 #include <type_traits>
 
 #include "activation.cuh"
-#include "gemm_mainloop.cuh"
-#include "mma16.cuh"
-#include "wide_layout.cuh"
+#include "frame_rows.cuh"
+#include "smem_optin.cuh"
 
 using namespace pp_wide;
 
@@ -56,36 +54,6 @@ load_tile(const T *blob, unsigned t, unsigned count, T *stage)
                      blob + (size_t) t * BN * BK + c * CHUNK);
     }
   asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-/* The frame's BM rows into the first buffer as T, zero past k up to its
- * padding and for rows past m. Loads go out in batches, each thread's all
- * in flight before any is stored. */
-template <typename T>
-__device__ __forceinline__ void
-load_frame(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
-{
-  const bool f32_vec = pp::f32_vectors(x);
-  const unsigned groups = ld / 4, total = BM * groups;
-  constexpr int BATCH = 8;
-  for (unsigned i0 = 0; i0 < total; i0 += BATCH * THREADS) {
-    float4 v[BATCH];
-#pragma unroll
-    for (int j = 0; j < BATCH; j++) {
-      const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups, row = m0 + r;
-      const bool ok = i < total && row < m;
-      const long long origin = x.kind == PP_A_F32 || !ok ? 0 : pp::sample_origin(x, row);
-      v[j] = pp::load_x4(x, origin, ok, row, (i % groups) * 4, k, f32_vec);
-    }
-#pragma unroll
-    for (int j = 0; j < BATCH; j++) {
-      const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups;
-      if (i >= total)
-        break;
-      const uint2 four = { pp::pack2<T>(v[j].x, v[j].y), pp::pack2<T>(v[j].z, v[j].w) };
-      *reinterpret_cast<uint2 *>(h + r * ld + swz(r, (i % groups) * 4)) = four;
-    }
-  }
 }
 
 /* A's and B's fragments of k-step kk: A from the warp's rows `a` (each
@@ -163,8 +131,8 @@ store_tile_as(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0,
         for (int half = 0; half < 2; half++) {
           float *c = acc[mt][nt] + 2 * half;
           const unsigned row = wr * WM + mt * 16 + g + 8 * half;
-          const float v0 = in0 ? pp_act_apply(act, pp::rounded<T>(c[0] + b0)) : 0.f;
-          const float v1 = in1 ? pp_act_apply(act, pp::rounded<T>(c[1] + b1)) : 0.f;
+          const float v0 = in0 ? pp::hidden_act<T, A>(act, c[0] + b0) : 0.f;
+          const float v1 = in1 ? pp::hidden_act<T, A>(act, c[1] + b1) : 0.f;
           *reinterpret_cast<uint32_t *>(h + row * ld + swz(row, col)) = pp::pack2<T>(v0, v1);
           c[0] = c[1] = 0.f;
         }
@@ -200,7 +168,7 @@ __launch_bounds__(THREADS, 1)
 #pragma unroll
   for (int i = 0; i < STAGES - 1; i++)
     load_tile(blob, i, net.tiles, stages + i * BN * BK);
-  load_frame(x, m, k, m0, buf(0), ld(0));
+  load_rows<BM, THREADS>(x, m, k, m0, buf(0), ld(0));
   float acc[MT][NT][4] = {};
   unsigned t = 0, s = 0;
   for (unsigned li = 0; li + 1 < net.n; li++) {
@@ -246,39 +214,15 @@ __launch_bounds__(THREADS, 1)
     y[row] = pp::activate<pp::ACT_ANY>(last.act, sum + (last.b ? __ldg(last.b) : 0.f));
 }
 
-/* The opt-in limit of the current device's blocks, and the kernel allowed
- * it: read and set once a device (the attribute is the device's), so a
- * launch outside a graph asks the driver nothing more. */
-template <typename T, int STAGES>
-cudaError_t
-allow_smem(int *limit)
-{
-  constexpr int DEVICES = 64;
-  static std::atomic<int> limits[DEVICES]; /* 0: not yet allowed */
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess)
-    return err;
-  if (device < DEVICES && (*limit = limits[device].load(std::memory_order_acquire)) > 0)
-    return cudaSuccess;
-  err = cudaDeviceGetAttribute(limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (err == cudaSuccess)
-    err = cudaFuncSetAttribute(mlp_wide<T, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               *limit);
-  if (err == cudaSuccess && device < DEVICES)
-    limits[device].store(*limit, std::memory_order_release);
-  return err;
-}
-
 /* Three weight tiles in flight where the model leaves room, else two. */
 template <typename T>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Net &net, float *y)
 {
   int limit = 0;
-  cudaError_t err = allow_smem<T, 3>(&limit);
+  cudaError_t err = pp::allow_smem<mlp_wide<T, 3>>(&limit);
   if (err == cudaSuccess)
-    err = allow_smem<T, 2>(&limit);
+    err = pp::allow_smem<mlp_wide<T, 2>>(&limit);
   if (err != cudaSuccess)
     return err;
   const unsigned blocks = (m + BM - 1) / BM;

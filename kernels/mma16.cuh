@@ -6,6 +6,7 @@
 #ifndef PP_MMA16_CUH
 #define PP_MMA16_CUH
 
+#include "activation.h"
 #include "dtype.cuh"
 
 namespace pp
@@ -66,6 +67,22 @@ __device__ __forceinline__ float
 rounded(float v)
 {
   return pp::to_float(pp::from_float<T>(v));
+}
+
+/* A hidden layer's activation of its sum v (bias added) at a 16-bit
+ * precision, A its template code (activation.cuh): as the per-layer path
+ * computes it, v rounded to T, then the activation, which the store
+ * rounds again. Identity and ReLU give the same value without the first
+ * rounding (rounding to T is monotonic and keeps zero and the sign), so
+ * theirs is left out: one conversion a value fewer. */
+template <typename T, int A>
+__device__ __forceinline__ float
+hidden_act(pp_act act, float v)
+{
+  if constexpr (A == PP_ACT_IDENTITY || A == PP_ACT_RELU)
+    return pp_act_apply(act, v);
+  else
+    return pp_act_apply(act, rounded<T>(v));
 }
 
 } // namespace pp

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* A block's rows of the frame in shared memory, for the kernels that
+ * keep a model's activations on chip (mlp_wide.cu, mlp_warp.cu): read
+ * once through pp_cuda_a, converted in the load and rounded to the 16-bit
+ * type as pp_cuda_convert rounds it, stored in swizzled rows (swz). */
+#ifndef PP_FRAME_ROWS_CUH
+#define PP_FRAME_ROWS_CUH
+
+#include "gemm_mainloop.cuh"
+#include "mma16.cuh"
+#include "wide_layout.cuh"
+
+namespace pp_wide
+{
+
+/* Bytes whose groups of four inputs are words (PP_A_U8_VEC4: video in
+ * patches or rows). Each thread keeps one group of a row, its offset read
+ * once, and takes every per_pass-th row (a row's groups fit the threads:
+ * ld ≤ 4 × THREADS), so no index is divided a load. Each load is one word,
+ * held as a word until it is converted and stored, and every load is
+ * made, from the frame's first word where there is nothing to read, so no
+ * branch or byte unpacking sits between a thread's loads: all BYTE_BATCH
+ * are in flight at once. (Loaded as uchar4, each load's bytes were
+ * unpacked as it came, which waited for it before the next was sent.) The
+ * values are load_x4's. */
+template <int ROWS, int THREADS, typename T>
+__device__ __forceinline__ void
+load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
+{
+  const unsigned groups = ld / 4, per_pass = THREADS / groups, col = threadIdx.x % groups * 4;
+  if (threadIdx.x >= per_pass * groups)
+    return;
+  const unsigned char *frame = static_cast<const unsigned char *>(x.data);
+  const float scale = x.scale, bias = x.bias;
+  const long long offset = col < k ? __ldg(x.k_offset + col) : 0;
+  constexpr int BYTE_BATCH = 16;
+  for (unsigned r0 = threadIdx.x / groups; r0 < ROWS; r0 += BYTE_BATCH * per_pass) {
+    uint32_t word[BYTE_BATCH];
+    unsigned in = 0; /* bit j: load j read the frame */
+#pragma unroll
+    for (int j = 0; j < BYTE_BATCH; j++) {
+      const unsigned row = m0 + r0 + j * per_pass;
+      const bool ok = r0 + j * per_pass < ROWS && row < m && col < k;
+      const long long at = ok ? pp::sample_origin(x, row) + offset : 0;
+      word[j] = __ldg(reinterpret_cast<const uint32_t *>(frame + at));
+      in |= (unsigned) ok << j;
+    }
+#pragma unroll
+    for (int j = 0; j < BYTE_BATCH; j++) {
+      const unsigned r = r0 + j * per_pass;
+      if (r >= ROWS)
+        break;
+      const uint32_t w = word[j];
+      auto byte = [&](int b) { return fmaf((float) ((w >> (8 * b)) & 0xffu), scale, bias); };
+      const uint2 four =
+          in >> j & 1u ? make_uint2(pp::pack2<T>(byte(0), byte(1)), pp::pack2<T>(byte(2), byte(3)))
+                       : make_uint2(0, 0);
+      *reinterpret_cast<uint2 *>(h + r * ld + swz(r, col)) = four;
+    }
+  }
+}
+
+/* The frame's ROWS rows from m0 into h (stride ld, a multiple of 64) as T,
+ * zero past k up to ld and for rows past m, by THREADS threads. Loads go
+ * out in batches, each thread's all in flight before any is stored. */
+template <int ROWS, int THREADS, typename T>
+__device__ __forceinline__ void
+load_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
+{
+  if (x.kind == PP_A_U8_VEC4 && ld / 4 <= THREADS)
+    return load_byte_rows<ROWS, THREADS>(x, m, k, m0, h, ld);
+  const bool f32_vec = pp::f32_vectors(x);
+  const unsigned groups = ld / 4, total = ROWS * groups;
+  constexpr int BATCH = 8;
+  for (unsigned i0 = 0; i0 < total; i0 += BATCH * THREADS) {
+    float4 v[BATCH];
+#pragma unroll
+    for (int j = 0; j < BATCH; j++) {
+      const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups, row = m0 + r;
+      const bool ok = i < total && row < m;
+      const long long origin = x.kind == PP_A_F32 || !ok ? 0 : pp::sample_origin(x, row);
+      v[j] = pp::load_x4(x, origin, ok, row, (i % groups) * 4, k, f32_vec);
+    }
+#pragma unroll
+    for (int j = 0; j < BATCH; j++) {
+      const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups;
+      if (i >= total)
+        break;
+      const uint2 four = { pp::pack2<T>(v[j].x, v[j].y), pp::pack2<T>(v[j].z, v[j].w) };
+      *reinterpret_cast<uint2 *>(h + r * ld + swz(r, (i % groups) * 4)) = four;
+    }
+  }
+}
+
+} // namespace pp_wide
+
+#endif
