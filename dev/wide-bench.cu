@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The wide kernel alone on deep's, narrow's and hd's shapes (1080p RGB 8×8
- * patches, bf16), random weights: µs a launch, the median of 9 batches of
- * 20 back to back. For profiling (ncu) and for trying the kernel's tile
- * sizes: its question is how fast the kernel is away from the pipeline. */
+ * patches, bf16), random weights, and the warp kernel where the shape's
+ * hidden layers are at most 64 wide (narrow's): µs a launch, the median of
+ * 9 batches of 20 back to back. For profiling (ncu) and for trying the
+ * kernels' tile sizes: its question is how fast a kernel is away from the
+ * pipeline. `wide-bench [SHAPE [wide|warp]]`. */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +25,7 @@
   } while (0)
 
 static int
-run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, cudaStream_t s)
+run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool warp, cudaStream_t s)
 {
   const uint32_t W = 1920, H = 1080, P = 8, K = P * P * 3, N = (W / P) * (H / P);
   const unsigned n = outs.size();
@@ -94,7 +96,8 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, cudaStre
   for (int b = 0; b < 10; b++) {
     CHECK(cudaEventRecord(start, s));
     for (int i = 0; i < 20; i++)
-      CHECK(pp_cuda_mlp_wide(s, &a, N, K, packed.data(), n, PP_DTYPE_BF16, d_y));
+      CHECK(warp ? pp_cuda_mlp_warp(s, &a, N, K, packed.data(), n, PP_DTYPE_BF16, d_y)
+                 : pp_cuda_mlp_wide(s, &a, N, K, packed.data(), n, PP_DTYPE_BF16, d_y));
     CHECK(cudaEventRecord(stop, s));
     CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -103,9 +106,10 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, cudaStre
       batches.push_back(ms * 1000 / 20);
   }
   std::sort(batches.begin(), batches.end());
-  size_t smem = pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, K, n, outs.data());
-  printf("%-8s %7.1f µs a launch (smem %zu bytes a block)\n", name, batches[batches.size() / 2],
-         smem);
+  size_t smem = warp ? pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, K, n, outs.data())
+                     : pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, K, n, outs.data());
+  printf("%-8s %s %7.1f µs a launch (smem %zu bytes a block)\n", name, warp ? "warp" : "wide",
+         batches[batches.size() / 2], smem);
   for (void *p : owned)
     cudaFree(p);
   cudaFree(blob), cudaFree(d_frame), cudaFree(d_koff), cudaFree(d_y);
@@ -118,15 +122,17 @@ main(int argc, char **argv)
 {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const char *only = argc > 1 ? argv[1] : nullptr;
+  const char *only = argc > 1 ? argv[1] : nullptr, *kernel = argc > 2 ? argv[2] : nullptr;
+  const bool wide = !kernel || !strcmp(kernel, "wide"), warp = !kernel || !strcmp(kernel, "warp");
   int rc = 0;
-  if (!only || !strcmp(only, "deep"))
-    rc |= run("deep", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_GELU), s);
-  if (!only || !strcmp(only, "deep-relu"))
-    rc |= run("deep-relu", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_RELU), s);
-  if (!only || !strcmp(only, "narrow"))
-    rc |= run("narrow", { 64, 64, 64, 64, 1 }, PP_ACT(PP_ACT_RELU), s);
-  if (!only || !strcmp(only, "hd"))
-    rc |= run("hd", { 256, 1 }, PP_ACT(PP_ACT_RELU), s);
+  if ((!only || !strcmp(only, "deep")) && wide)
+    rc |= run("deep", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_GELU), false, s);
+  if ((!only || !strcmp(only, "deep-relu")) && wide)
+    rc |= run("deep-relu", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_RELU), false, s);
+  for (int w = 0; w < 2; w++)
+    if ((!only || !strcmp(only, "narrow")) && (w ? warp : wide))
+      rc |= run("narrow", { 64, 64, 64, 64, 1 }, PP_ACT(PP_ACT_RELU), w, s);
+  if ((!only || !strcmp(only, "hd")) && wide)
+    rc |= run("hd", { 256, 1 }, PP_ACT(PP_ACT_RELU), false, s);
   return rc;
 }

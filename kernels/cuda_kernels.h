@@ -152,6 +152,24 @@ cudaError_t pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m
                              const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type,
                              float *y);
 
+/* ---- An MLP at a 16-bit precision in one kernel, hidden layers ≤ 64 wide,
+ * O = 1 (mlp_warp.cu): each warp carries its rows through every layer in
+ * registers, the model's hidden weights in shared memory. It reads the
+ * wide kernel's packed layers (pp_cuda_wide_pack), so a model packed once
+ * runs on either. */
+
+#define PP_WARP_MAX_D 64
+
+/* The shared memory a block needs for a model of these widths (k inputs)
+ * in `type`; 0 when the kernel does not take it (2 to 8 layers, hidden
+ * ones 1..64 wide, one output, bf16 or f16). The model fits where this is
+ * non-zero and at most the device's opt-in limit a block. */
+size_t pp_cuda_mlp_warp_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs);
+
+cudaError_t pp_cuda_mlp_warp(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+                             const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type,
+                             float *y);
+
 /* ---- A frame's done signal ---------------------------------------------
  * When a kernel does a frame's whole work, its last block to finish writes
  * `seq` to `flag` (host memory the device can write: pinned and mapped)

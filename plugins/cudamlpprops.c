@@ -115,9 +115,8 @@ gst_cuda_mlp_install_properties(GObjectClass *object_class)
       "A plan to run instead of tuning one, as the stats' plan field prints it, whole or in part "
       "(the rest is tuned), e.g. \"kernels=fused frames=in-place\" or \"kernels=cublas+rowdot "
       "frames=chunks:4\". Parts: kernels (own, own64, cublas, split:P, rowdot per layer joined by "
-      "+; or fused, small:R, wide), frames (whole, chunks:C, in-place), graphs and signal (on, "
-      "off), "
-      "completion, gemmI (layer I's cuBLAS algorithm). Never cached",
+      "+; or fused, small:R, wide, warp), frames (whole, chunks:C, in-place), graphs and signal "
+      "(on, off), completion, gemmI (layer I's cuBLAS algorithm). Never cached",
       NULL, CONFIG_FLAGS);
   props[PROP_PREWAKE] = g_param_spec_boolean(
       "prewake", "Pre-wake",

@@ -12,6 +12,7 @@ static const pp_cuda_path_info paths[PP_N_PATHS] = {
   [PP_PATH_SMALL] = { "small", true, false, 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8,
                       PP_TUNE_SMALL_ROWS },
   [PP_PATH_WIDE] = { "wide", true, false, 0, PP_TUNE_NOTHING },
+  [PP_PATH_WARP] = { "warp", true, false, 0, PP_TUNE_NOTHING },
   [PP_PATH_OWN] = { "own", false, true, 0, PP_TUNE_NOTHING },
   [PP_PATH_OWN_64] = { "own64", false, true, 0, PP_TUNE_NOTHING },
   [PP_PATH_CUBLAS] = { "cublas", false, true, 0, PP_TUNE_GEMM },

@@ -8,7 +8,7 @@
  * TF32 pieces for a first layer; the row-dot kernel for a last layer of few outputs; or one
  * kernel for the whole MLP (two layers: fused or small; more, every hidden
  * layer at most 64 wide: the chain kernel, also named fused; at 16 bits,
- * hidden layers up to 512 wide: wide). The cuBLASLt GEMMs themselves are
+ * hidden layers up to 512 wide: wide, up to 64: warp). The cuBLASLt GEMMs themselves are
  * made in mlp_gemms.c. */
 #include <errno.h>
 #include <glib.h>
@@ -20,7 +20,8 @@
 /* ---- set-up ------------------------------------------------------------- */
 
 /* At 16 bits, where the model fits the device's shared memory: the wide
- * kernel's weights packed once. */
+ * kernel's weights packed once, which the warp kernel reads too where its
+ * hidden layers are narrow enough. */
 static int
 pack_wide(pp_mlp_exec *e, char **msg)
 {
@@ -43,6 +44,8 @@ pack_wide(pp_mlp_exec *e, char **msg)
     return pp_cuda_fail(msg, "reading the shared memory a block may have", err, __FILE__, __LINE__);
   if (smem == 0 || smem > (size_t) limit)
     return 0;
+  const size_t warp_smem = pp_cuda_mlp_warp_smem(e->dtype, e->layout.k, w->n_layers, outs);
+  e->warp_fits = warp_smem > 0 && warp_smem <= (size_t) limit;
   err = cudaMalloc(&e->wide_blob, pp_cuda_wide_packed_bytes(e->dtype, layers, w->n_layers));
   if (err == cudaSuccess)
     err = pp_cuda_wide_pack(e->setup, e->dtype, layers, w->n_layers, e->wide_blob, e->wide);
@@ -156,14 +159,16 @@ bool
 pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
 {
   const pp_gpu_weights *w = e->w;
-  /* Only cuBLAS, the row-dot kernel and the wide kernel read 16-bit
-   * activations; the wide kernel reads nothing else. */
+  /* Only cuBLAS, the row-dot kernel and the wide and warp kernels read
+   * 16-bit activations; the wide and warp kernels read nothing else. */
   if (e->dtype != PP_DTYPE_F32 && path != PP_PATH_CUBLAS && path != PP_PATH_ROWDOT &&
-      path != PP_PATH_WIDE)
+      path != PP_PATH_WIDE && path != PP_PATH_WARP)
     return false;
   switch (path) {
     case PP_PATH_WIDE:
       return e->wide_blob != NULL;
+    case PP_PATH_WARP:
+      return e->wide_blob != NULL && e->warp_fits;
     case PP_PATH_FUSED:
       return (w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES) ||
              e->chain_fits;

@@ -131,6 +131,11 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
         pp_cuda_mlp_wide(stream, &x, r->n, e->layout.k, e->wide, e->w->n_layers, e->dtype, y));
     return 0;
   }
+  if (plan->whole == PP_PATH_WARP) {
+    CUDA_CHECK(
+        pp_cuda_mlp_warp(stream, &x, r->n, e->layout.k, e->wide, e->w->n_layers, e->dtype, y));
+    return 0;
+  }
   if (plan->whole == PP_PATH_FUSED && e->w->n_layers > 2) {
     CUDA_CHECK(
         pp_cuda_mlp_chain(stream, &x, r->n, e->layout.k, e->chain, e->w->n_layers, e->tf32, y));

@@ -108,7 +108,8 @@ const size_t n_shapes = G_N_ELEMENTS(shapes);
 char *
 kernels_line(const pp_model *m, const char *path)
 {
-  if (g_str_equal(path, "fused") || g_str_equal(path, "small") || g_str_equal(path, "wide"))
+  if (g_str_equal(path, "fused") || g_str_equal(path, "small") || g_str_equal(path, "wide") ||
+      g_str_equal(path, "warp"))
     return g_strdup_printf("kernels=%s", path);
   GString *line = g_string_new("kernels=");
   for (unsigned i = 0; i < m->n_layers; i++) {

@@ -125,9 +125,26 @@ test_zero_copy(void **state)
   expect_detail = NULL;
 }
 
+/* Hidden layers of at most 64 (narrow's kind of model), which the warp
+ * kernel takes: four layers, odd widths, a frame of odd size. */
+static const shape narrow = { "bgr patches 45x31 p=6 108-64-relu-19-gelu-64-silu-1",
+                              PP_LAYOUT_PATCHES,
+                              PP_PIXEL_BGR,
+                              45,
+                              31,
+                              6,
+                              0,
+                              1,
+                              PP_HIDDEN_NONE,
+                              4,
+                              { 64, 19, 64, 1 },
+                              { PP_ACT_RELU, PP_ACT_GELU, PP_ACT_SILU, PP_ACT_IDENTITY } };
+
 /* bf16 and fp16 on every shape, tuned, layer by layer on cuBLAS and (one
- * output) in the wide kernel, whole frames, in chunks and in place: against
- * float64 and the CPU backend at the same precision (check_outputs). */
+ * output) in the wide kernel, and in the warp kernel where the hidden
+ * layers are at most 64 wide, whole frames, in chunks and in place:
+ * against float64 and the CPU backend at the same precision
+ * (check_outputs). */
 static void
 test_precisions(void **state)
 {
@@ -148,6 +165,13 @@ test_precisions(void **state)
     run_all(&shapes[0], "wide", "frames=whole graphs=off", modes[0], false, 2);
     run_all(&shapes[2], "wide", "frames=in-place graphs=on", modes[1], true, 1);
     run_all(&shapes[4], "wide", "frames=chunks:2 graphs=on", modes[0], true, 3);
+    /* The warp kernel: tuned (it competes), forced on whole frames, in
+     * place and in chunks; the wide kernel on the same model. */
+    run_all(&narrow, "", NULL, modes[1], false, 2);
+    run_all(&narrow, "warp", "frames=whole graphs=off", modes[0], false, 2);
+    run_all(&narrow, "warp", "frames=in-place graphs=on", modes[1], true, 1);
+    run_all(&narrow, "warp", "frames=chunks:5 graphs=on", modes[0], true, 3);
+    run_all(&narrow, "wide", "frames=whole graphs=on", modes[1], true, 2);
   }
   precision = PP_PRECISION_FP32;
   /* Our own kernels read float32 only: the plan says so. */
@@ -162,6 +186,7 @@ test_precisions(void **state)
   assert_int_equal(pp_layout_for_video(PP_PIXEL_GRAY8, 40, 30, 40, PP_MAPPING_ROWS, 0, &rows, &msg),
                    0);
   expect_configure_error(&rows, "kernels=wide", "kernels=wide does not fit this model");
+  expect_configure_error(&rows, "kernels=warp", "kernels=warp does not fit this model");
 }
 
 static int

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The wide kernel (an MLP at bf16 or fp16 in one launch, mlp_wide.cu), its
- * weights uploaded (weights.c) and packed (pp_cuda_wide_pack) as the
- * executor does, at odd widths, 2 to 8 layers, every activation, with and
- * without bias, floats, bytes in rows and in patches, against two float64
- * references:
+/* The wide kernel (an MLP at bf16 or fp16 in one launch, mlp_wide.cu) and,
+ * where the hidden layers are at most 64 wide, the warp kernel that reads
+ * the same packed weights (mlp_warp.cu), their weights uploaded
+ * (weights.c) and packed (pp_cuda_wide_pack) as the executor does, at odd
+ * widths, 2 to 8 layers, every activation, with and without bias, floats,
+ * bytes in rows and in patches, against two float64 references:
  *
  * - the model itself: within the precision's scaled bound (testutil.h);
  * - the model rounded where the kernel rounds (X, weights, biases, each
@@ -13,12 +14,20 @@
  *   a rounding, or read a weight from the wrong place, is about the whole
  *   distance off or more.
  *
+ * And the warp kernel against the wide kernel: their hidden layers are the
+ * same sums rounded alike, so only the last layer's FP32 sums differ in
+ * order (PP_WARP_WIDE_TOL).
+ *
  * Exits 77 without a CUDA device; PP_GPU_QUICK=1 keeps the small shapes. */
 #include <math.h>
 #include <string.h>
 
 #include "kernel_check.h"
 #include "weights.h"
+
+/* Relative to the scores' magnitude: FP32 sums of at most 64 products in
+ * another order, a few ulps apart. */
+#define PP_WARP_WIDE_TOL 1e-5
 
 static uint64_t seed;
 static bool quick;
@@ -78,10 +87,11 @@ smem_limit(void)
   return limit;
 }
 
-/* The wide kernel's n results of `m` at `t` on the device's X `a`, its
- * weights uploaded and packed as the executor does. */
+/* The wide kernel's (or the warp kernel's, where `warp`) n results of `m`
+ * at `t` on the device's X `a`, its weights uploaded and packed as the
+ * executor does. */
 static float *
-wide_result(const pp_model *m, pp_dtype t, const pp_cuda_a *a, uint32_t n, uint32_t k)
+packed_result(const pp_model *m, pp_dtype t, const pp_cuda_a *a, uint32_t n, uint32_t k, bool warp)
 {
   const unsigned n_layers = m->n_layers;
   pp_gpu_weights gw = { 0 };
@@ -97,7 +107,8 @@ wide_result(const pp_model *m, pp_dtype t, const pp_cuda_a *a, uint32_t n, uint3
   void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, layers, n_layers));
   CHECK_CUDA(pp_cuda_wide_pack(kc_stream, t, layers, n_layers, blob, packed));
   float *d_y = device_poisoned(n);
-  CHECK_CUDA(pp_cuda_mlp_wide(kc_stream, a, n, k, packed, n_layers, t, d_y));
+  CHECK_CUDA(warp ? pp_cuda_mlp_warp(kc_stream, a, n, k, packed, n_layers, t, d_y)
+                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, n_layers, t, d_y));
   float *y = host_result(d_y, n);
   cudaFree(d_y);
   cudaFree(blob);
@@ -119,21 +130,40 @@ check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
     const size_t smem = pp_cuda_mlp_wide_smem(t, k, n_layers, outs);
     assert_true(smem > 0 && smem <= (size_t) smem_limit());
-    float *y = wide_result(m, t, &in.a, n, k);
-
+    const size_t warp_smem = pp_cuda_mlp_warp_smem(t, k, n_layers, outs);
+    bool narrow = true;
+    for (unsigned i = 0; i + 1 < n_layers; i++)
+      narrow = narrow && outs[i] <= PP_WARP_MAX_D;
+    assert_int_equal(warp_smem > 0, narrow);
     reference_rounded(m, in.x, n, t, rounded);
     float *rounded_f = g_new(float, n);
     for (uint32_t i = 0; i < n; i++)
       rounded_f[i] = (float) rounded[i];
     const pp_precision p = t == PP_DTYPE_BF16 ? PP_PRECISION_BF16 : PP_PRECISION_FP16;
     const double own = test_scaled_error(rounded_f, ref, mag, n);
-    g_autofree char *what = g_strdup_printf("wide %s %u×%u, %u layers%s, %s", name, n, k, n_layers,
-                                            bias ? "" : ", no bias", pp_dtype_name(t));
-    expect_close(what, y, ref, mag, n, true, test_precision_tol(p));
-    g_autofree char *alike = g_strdup_printf("%s, against its rounding", what);
-    expect_close(alike, y, rounded, mag, n, true, PP_SAME_PRECISION_RATIO * own + 1e-7);
+    float *wide = NULL;
+    for (int warp = 0; warp < (warp_smem > 0 ? 2 : 1); warp++) {
+      float *y = packed_result(m, t, &in.a, n, k, warp);
+      g_autofree char *what =
+          g_strdup_printf("%s %s %u×%u, %u layers%s, %s", warp ? "warp" : "wide", name, n, k,
+                          n_layers, bias ? "" : ", no bias", pp_dtype_name(t));
+      expect_close(what, y, ref, mag, n, true, test_precision_tol(p));
+      g_autofree char *alike = g_strdup_printf("%s, against its rounding", what);
+      expect_close(alike, y, rounded, mag, n, true, PP_SAME_PRECISION_RATIO * own + 1e-7);
+      if (warp) {
+        double *wide_d = g_new(double, n);
+        for (uint32_t i = 0; i < n; i++)
+          wide_d[i] = wide[i];
+        g_autofree char *against = g_strdup_printf("%s, against the wide kernel", what);
+        expect_close(against, y, wide_d, mag, n, true, PP_WARP_WIDE_TOL);
+        g_free(wide_d);
+        g_free(y);
+      } else {
+        wide = y;
+      }
+    }
+    g_free(wide);
     g_free(rounded_f);
-    g_free(y);
   }
   g_free(ref), g_free(mag), g_free(rounded);
   pp_model_free(m);
@@ -164,6 +194,24 @@ test_wide_mlp(void **state)
   const pp_act eight_acts[] = { ID, R, G, S, T, L, Sg, ID };
   check_wide(&rng, "bgra rows, eight layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8, eight,
              eight_acts, true);
+  /* Hidden layers at most 64 wide, which the warp kernel takes too:
+   * narrow's shape; odd widths, no bias, floats of an odd K; two layers;
+   * eight. */
+  const uint32_t narrow[] = { 64, 64, 64, 64, 1 };
+  const pp_act narrow_acts[] = { R, R, R, R, ID };
+  check_wide(&rng, "narrow rgb patches", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8, 5, narrow,
+             narrow_acts, true);
+  const uint32_t odd_narrow[] = { 45, 7, 64, 33, 1 };
+  const pp_act odd_narrow_acts[] = { G, S, T, Gt, Sg };
+  check_wide(&rng, "f32 odd narrow widths", PP_LAYOUT_TENSOR, 0, 1001, 77, 0, 5, odd_narrow,
+             odd_narrow_acts, false);
+  const uint32_t two_narrow[] = { 17, 1 };
+  const pp_act two_narrow_acts[] = { L, ID };
+  check_wide(&rng, "gray8 rows, two narrow layers", PP_LAYOUT_ROWS, PP_PIXEL_GRAY8, 129, 300, 0, 2,
+             two_narrow, two_narrow_acts, true);
+  const uint32_t eight_narrow[] = { 64, 3, 29, 17, 1, 64, 50, 1 };
+  check_wide(&rng, "bgra rows, eight narrow layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8,
+             eight_narrow, eight_acts, true);
   /* What does not fit: 513 wide, two outputs, one layer, float32, nine
    * layers, a K whose rows leave no room. */
   const uint32_t too_wide[] = { 513, 1 }, two_out[] = { 8, 2 },
@@ -174,14 +222,24 @@ test_wide_mlp(void **state)
   assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_F32, 192, 4, deep), 0);
   assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_F16, 192, 9, nine), 0);
   assert_true(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 4096, 2, two) > (size_t) smem_limit());
+  /* The warp kernel: nothing past 64 wide, and the wide kernel's refusals. */
+  const uint32_t sixty_five[] = { 64, 65, 1 };
+  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 3, sixty_five), 0);
+  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 2, two_out), 0);
+  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 1, two_out + 1), 0);
+  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_F32, 192, 5, narrow), 0);
+  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_F16, 192, 9, nine), 0);
+  assert_true(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 4096, 2, two_narrow) > (size_t) smem_limit());
   if (quick)
     return;
   check_wide(&rng, "deep hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 4, deep, deep_acts,
              true);
+  check_wide(&rng, "narrow hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 5, narrow,
+             narrow_acts, true);
 }
 
 /* Every one of the 65,536 values of each 16-bit type through a GELU
- * layer of the wide kernel, 32 wide (a warp's columns, none past the
+ * layer of the wide kernel and of the warp kernel, 32 wide (a warp's columns, none past the
  * layer's width), weight 1, no bias, then the mean of its 32 equal
  * outputs (exact: weights of 1/32), against the per-layer path's GELU on
  * the same values (bias_act): the same value, infinities, subnormals and
@@ -205,15 +263,18 @@ test_wide_gelu_every_value(void **state)
       x[i] = half_value(t, (uint16_t) i);
     float *d_x = device_copy(x, N * sizeof(float));
     const pp_cuda_a a = { .kind = PP_A_F32, .data = d_x, .ld = 1 };
-    float *y = wide_result(m, t, &a, N, 1);
     CHECK_CUDA(pp_cuda_cast(kc_stream, d_x, N, t, false, d_h));
     CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_h, t, N, 1, 1, NULL, G));
     float *want = host_halves(d_h, N, t);
-    for (uint32_t i = 0; i < N; i++)
-      if (!(isnan(want[i]) && isnan(y[i])) && y[i] != want[i])
-        fail_msg("%s GELU(%.9g) (0x%04x): %.9g, the per-layer path %.9g", pp_dtype_name(t), x[i], i,
-                 y[i], want[i]);
-    g_free(y), g_free(want);
+    for (int warp = 0; warp < 2; warp++) {
+      float *y = packed_result(m, t, &a, N, 1, warp);
+      for (uint32_t i = 0; i < N; i++)
+        if (!(isnan(want[i]) && isnan(y[i])) && y[i] != want[i])
+          fail_msg("%s kernel, %s GELU(%.9g) (0x%04x): %.9g, the per-layer path %.9g",
+                   warp ? "warp" : "wide", pp_dtype_name(t), x[i], i, y[i], want[i]);
+      g_free(y);
+    }
+    g_free(want);
     cudaFree(d_x);
   }
   g_free(x);
@@ -243,6 +304,16 @@ test_wide_checks_shapes(void **state)
   pp_cuda_wide_layer unchained[3] = { net[0], net[1], net[2] };
   unchained[2].in = 7;
   assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_warp(NULL, &a, 4, 4, net, 3, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 4, net, 1, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 4, net, 3, PP_DTYPE_F32, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 5, net, 3, PP_DTYPE_BF16, y),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
                    cudaErrorInvalidValue);
   pp_cuda_wide_layer packed[3];
   assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, net, 3, dummy, packed),

@@ -127,8 +127,8 @@ test_refusals(void **state)
     const char *line, *needle;
   } bad[] = {
     { "kernels=own+magic",
-      "'magic' is not one of own, own64, cublas, split:P, rowdot (or fused, small:R, wide for "
-      "the whole MLP)" },
+      "'magic' is not one of own, own64, cublas, split:P, rowdot (or fused, small:R, wide, warp "
+      "for the whole MLP)" },
     { "kernels=small:3", "small takes 1, 2, 4 or 8 rows" },
     { "kernels=wide:2", "wide takes no count" },
     { "kernels=own+own:4", "own takes no count" },
