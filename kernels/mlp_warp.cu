@@ -238,13 +238,8 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Wa
 extern "C" size_t
 pp_cuda_mlp_warp_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs)
 {
-  if (type != PP_DTYPE_BF16 && type != PP_DTYPE_F16)
+  if (!takes(type, k, n_layers, outs, D))
     return 0;
-  if (n_layers < 2 || n_layers > PP_MAX_WIDE || k == 0 || outs[n_layers - 1] != 1)
-    return 0;
-  for (unsigned i = 0; i + 1 < n_layers; i++)
-    if (outs[i] == 0 || outs[i] > D)
-      return 0;
   return warp_smem_bytes(n_layers, pad64(k), pp_dtype_size(type));
 }
 
@@ -252,19 +247,14 @@ extern "C" cudaError_t
 pp_cuda_mlp_warp(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                  const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, float *y)
 {
-  if (!stream || !x || !packed || !y || m == 0 || n_layers < 2 || n_layers > PP_MAX_WIDE ||
-      (x->kind != PP_A_F32 && !x->k_offset) || packed[0].in != k)
-    return cudaErrorInvalidValue;
   uint32_t outs[PP_MAX_WIDE];
+  if (!launchable(stream, x, m, k, packed, n_layers, y, outs))
+    return cudaErrorInvalidValue;
   WarpNet net = {};
   net.n = n_layers;
   net.kp = pad64(k);
-  for (unsigned i = 0; i < n_layers; i++) {
-    outs[i] = packed[i].out;
+  for (unsigned i = 0; i < n_layers; i++)
     net.layer[i] = packed[i];
-    if (!packed[i].w || (i > 0 && packed[i].in != packed[i - 1].out))
-      return cudaErrorInvalidValue;
-  }
   const size_t smem = pp_cuda_mlp_warp_smem(type, k, n_layers, outs);
   if (smem == 0)
     return cudaErrorInvalidValue;

@@ -242,15 +242,9 @@ extern "C" cudaError_t
 pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                  const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, float *y)
 {
-  if (!stream || !x || !packed || !y || m == 0 || n_layers < 2 || n_layers > PP_MAX_WIDE ||
-      (x->kind != PP_A_F32 && !x->k_offset) || packed[0].in != k)
-    return cudaErrorInvalidValue;
   uint32_t outs[PP_MAX_WIDE];
-  for (unsigned i = 0; i < n_layers; i++) {
-    outs[i] = packed[i].out;
-    if (!packed[i].w || (i > 0 && packed[i].in != packed[i - 1].out))
-      return cudaErrorInvalidValue;
-  }
+  if (!launchable(stream, x, m, k, packed, n_layers, y, outs))
+    return cudaErrorInvalidValue;
   /* The blob's layers follow one another, as pp_cuda_wide_pack lays them. */
   for (unsigned i = 1; i + 1 < n_layers; i++)
     if (static_cast<const uint8_t *>(packed[i].w) !=

@@ -32,14 +32,10 @@ pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, T *__restrict__ d
 extern "C" size_t
 pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs)
 {
-  if (type != PP_DTYPE_BF16 && type != PP_DTYPE_F16)
-    return 0;
-  if (n_layers < 2 || n_layers > PP_MAX_WIDE || k == 0 || outs[n_layers - 1] != 1)
+  if (!takes(type, k, n_layers, outs, PP_WIDE_MAX_D))
     return 0;
   pp_cuda_wide_layer layers[PP_MAX_WIDE] = {};
   for (unsigned i = 0; i < n_layers; i++) {
-    if (i + 1 < n_layers && (outs[i] == 0 || outs[i] > PP_WIDE_MAX_D))
-      return 0;
     layers[i].in = i ? outs[i - 1] : k;
     layers[i].out = outs[i];
   }

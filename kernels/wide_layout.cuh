@@ -71,6 +71,39 @@ net_for(const pp_cuda_wide_layer *layers, unsigned n_layers)
   return net;
 }
 
+/* Whether the one-kernel MLPs that read the packed blob (wide, warp) take
+ * a model of these widths: bf16 or f16, 2 to 8 layers, hidden ones 1 to
+ * max_d wide, one output. */
+inline bool
+takes(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs, uint32_t max_d)
+{
+  if ((type != PP_DTYPE_BF16 && type != PP_DTYPE_F16) || n_layers < 2 || n_layers > PP_MAX_WIDE ||
+      k == 0 || outs[n_layers - 1] != 1)
+    return false;
+  for (unsigned i = 0; i + 1 < n_layers; i++)
+    if (outs[i] == 0 || outs[i] > max_d)
+      return false;
+  return true;
+}
+
+/* Whether a launch's arguments hold together: every pointer given, the
+ * frame's reader complete, the packed layers chained from k; `outs`
+ * gets the layers' widths. */
+inline bool
+launchable(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+           const pp_cuda_wide_layer *packed, unsigned n_layers, const float *y, uint32_t *outs)
+{
+  if (!stream || !x || !packed || !y || m == 0 || n_layers < 2 || n_layers > PP_MAX_WIDE ||
+      (x->kind != PP_A_F32 && !x->k_offset) || packed[0].in != k)
+    return false;
+  for (unsigned i = 0; i < n_layers; i++) {
+    outs[i] = packed[i].out;
+    if (!packed[i].w || (i > 0 && packed[i].in != packed[i - 1].out))
+      return false;
+  }
+  return true;
+}
+
 /* Shared memory a block needs with `stages` weight tiles. */
 inline size_t
 smem_bytes(const Net &net, size_t elem, int stages)

@@ -212,24 +212,26 @@ test_wide_mlp(void **state)
   const uint32_t eight_narrow[] = { 64, 3, 29, 17, 1, 64, 50, 1 };
   check_wide(&rng, "bgra rows, eight narrow layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8,
              eight_narrow, eight_acts, true);
-  /* What does not fit: 513 wide, two outputs, one layer, float32, nine
+  /* What does not fit either kernel: past its widest hidden layer (513
+   * wide, 65 for the warp kernel), two outputs, one layer, float32, nine
    * layers, a K whose rows leave no room. */
-  const uint32_t too_wide[] = { 513, 1 }, two_out[] = { 8, 2 },
+  const uint32_t too_wide[] = { 513, 1 }, sixty_five[] = { 64, 65, 1 }, two_out[] = { 8, 2 },
                  nine[] = { 8, 8, 8, 8, 8, 8, 8, 8, 1 };
-  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 192, 2, too_wide), 0);
-  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 192, 2, two_out), 0);
-  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 192, 1, two_out + 1), 0);
-  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_F32, 192, 4, deep), 0);
-  assert_int_equal(pp_cuda_mlp_wide_smem(PP_DTYPE_F16, 192, 9, nine), 0);
-  assert_true(pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, 4096, 2, two) > (size_t) smem_limit());
-  /* The warp kernel: nothing past 64 wide, and the wide kernel's refusals. */
-  const uint32_t sixty_five[] = { 64, 65, 1 };
-  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 3, sixty_five), 0);
-  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 2, two_out), 0);
-  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 1, two_out + 1), 0);
-  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_F32, 192, 5, narrow), 0);
-  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_F16, 192, 9, nine), 0);
-  assert_true(pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 4096, 2, two_narrow) > (size_t) smem_limit());
+  const struct {
+    size_t (*smem)(pp_dtype, uint32_t, unsigned, const uint32_t *);
+    const uint32_t *past;
+    unsigned past_layers;
+  } kernels[] = { { pp_cuda_mlp_wide_smem, too_wide, 2 },
+                  { pp_cuda_mlp_warp_smem, sixty_five, 3 } };
+  for (size_t i = 0; i < G_N_ELEMENTS(kernels); i++) {
+    assert_int_equal(kernels[i].smem(PP_DTYPE_BF16, 192, kernels[i].past_layers, kernels[i].past),
+                     0);
+    assert_int_equal(kernels[i].smem(PP_DTYPE_BF16, 192, 2, two_out), 0);
+    assert_int_equal(kernels[i].smem(PP_DTYPE_BF16, 192, 1, two_out + 1), 0);
+    assert_int_equal(kernels[i].smem(PP_DTYPE_F32, 192, 5, narrow), 0);
+    assert_int_equal(kernels[i].smem(PP_DTYPE_F16, 192, 9, nine), 0);
+    assert_true(kernels[i].smem(PP_DTYPE_BF16, 4096, 2, two_narrow) > (size_t) smem_limit());
+  }
   if (quick)
     return;
   check_wide(&rng, "deep hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 4, deep, deep_acts,
@@ -282,7 +284,7 @@ test_wide_gelu_every_value(void **state)
   pp_model_free(m);
 }
 
-/* Shapes the launcher refuses, and a packer given no stream. */
+/* Shapes the launchers refuse, and a packer given no stream. */
 static void
 test_wide_checks_shapes(void **state)
 {
@@ -293,28 +295,22 @@ test_wide_checks_shapes(void **state)
                                       { dummy, NULL, 8, 8, ID },
                                       { dummy, NULL, 8, 1, ID } };
   float *y = device_poisoned(4);
-  assert_int_equal(pp_cuda_mlp_wide(NULL, &a, 4, 4, net, 3, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, net, 1, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, net, 3, PP_DTYPE_F32, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 5, net, 3, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
   pp_cuda_wide_layer unchained[3] = { net[0], net[1], net[2] };
   unchained[2].in = 7;
-  assert_int_equal(pp_cuda_mlp_wide(kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_warp(NULL, &a, 4, 4, net, 3, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 4, net, 1, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 4, net, 3, PP_DTYPE_F32, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 5, net, 3, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
-  assert_int_equal(pp_cuda_mlp_warp(kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
-                   cudaErrorInvalidValue);
+  typedef cudaError_t (*one_kernel)(cudaStream_t, const pp_cuda_a *, uint32_t, uint32_t,
+                                    const pp_cuda_wide_layer *, unsigned, pp_dtype, float *);
+  static const one_kernel kernels[] = { pp_cuda_mlp_wide, pp_cuda_mlp_warp };
+  for (size_t i = 0; i < G_N_ELEMENTS(kernels); i++) {
+    assert_int_equal(kernels[i](NULL, &a, 4, 4, net, 3, PP_DTYPE_BF16, y), cudaErrorInvalidValue);
+    assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 1, PP_DTYPE_BF16, y),
+                     cudaErrorInvalidValue);
+    assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 3, PP_DTYPE_F32, y),
+                     cudaErrorInvalidValue);
+    assert_int_equal(kernels[i](kc_stream, &a, 4, 5, net, 3, PP_DTYPE_BF16, y),
+                     cudaErrorInvalidValue);
+    assert_int_equal(kernels[i](kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
+                     cudaErrorInvalidValue);
+  }
   pp_cuda_wide_layer packed[3];
   assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, net, 3, dummy, packed),
                    cudaErrorInvalidValue);
