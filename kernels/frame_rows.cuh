@@ -30,8 +30,6 @@ load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, ui
   const unsigned groups = ld / 4, per_pass = THREADS / groups, col = threadIdx.x % groups * 4;
   if (threadIdx.x >= per_pass * groups)
     return;
-  const unsigned char *frame = static_cast<const unsigned char *>(x.data);
-  const float scale = x.scale, bias = x.bias;
   const long long offset = col < k ? __ldg(x.k_offset + col) : 0;
   constexpr int BYTE_BATCH = 16;
   for (unsigned r0 = threadIdx.x / groups; r0 < ROWS; r0 += BYTE_BATCH * per_pass) {
@@ -41,8 +39,7 @@ load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, ui
     for (int j = 0; j < BYTE_BATCH; j++) {
       const unsigned row = m0 + r0 + j * per_pass;
       const bool ok = r0 + j * per_pass < ROWS && row < m && col < k;
-      const long long at = ok ? pp::sample_origin(x, row) + offset : 0;
-      word[j] = __ldg(reinterpret_cast<const uint32_t *>(frame + at));
+      word[j] = pp::load_word(x, ok ? pp::sample_origin(x, row) + offset : 0);
       in |= (unsigned) ok << j;
     }
 #pragma unroll
@@ -50,11 +47,9 @@ load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, ui
       const unsigned r = r0 + j * per_pass;
       if (r >= ROWS)
         break;
-      const uint32_t w = word[j];
-      auto byte = [&](int b) { return fmaf((float) ((w >> (8 * b)) & 0xffu), scale, bias); };
-      const uint2 four =
-          in >> j & 1u ? make_uint2(pp::pack2<T>(byte(0), byte(1)), pp::pack2<T>(byte(2), byte(3)))
-                       : make_uint2(0, 0);
+      const float4 v = pp::word_values(x, word[j]);
+      const uint2 four = in >> j & 1u ? make_uint2(pp::pack2<T>(v.x, v.y), pp::pack2<T>(v.z, v.w))
+                                      : make_uint2(0, 0);
       *reinterpret_cast<uint2 *>(h + r * ld + swz(r, col)) = four;
     }
   }

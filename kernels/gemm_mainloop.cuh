@@ -121,6 +121,26 @@ load_x4(const pp_cuda_a &a, long long origin, bool row_ok, unsigned m, unsigned 
   return v;
 }
 
+/* Bytes whose groups of four inputs are words (PP_A_U8_VEC4), for the
+ * kernels that keep several loads in flight: the word of inputs k..k+3 at
+ * `at` bytes into the frame, loaded as a word (a uchar4's bytes are
+ * unpacked as it arrives, which waits for it before the next load goes
+ * out), and its four values as load_x4 gives them. */
+__device__ __forceinline__ uint32_t
+load_word(const pp_cuda_a &a, long long at)
+{
+  return __ldg(reinterpret_cast<const uint32_t *>(static_cast<const unsigned char *>(a.data) + at));
+}
+
+__device__ __forceinline__ float4
+word_values(const pp_cuda_a &a, uint32_t w)
+{
+  const float scale = a.scale, bias = a.bias;
+  return make_float4(
+      fmaf((float) (w & 0xffu), scale, bias), fmaf((float) (w >> 8 & 0xffu), scale, bias),
+      fmaf((float) (w >> 16 & 0xffu), scale, bias), fmaf((float) (w >> 24), scale, bias));
+}
+
 /* Group i of four inputs, `groups` a row (the conversions' way over X: a
  * thread a group, every row's groups in one range): *row and *col where
  * it starts, its values as load_x4 reads them. */

@@ -130,9 +130,12 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
   float acc[NT][4] = {};
 
   /* Layer 0: X (through pp_cuda_a) times Wᵀ, a slice of BK inputs at a time.
-   * Each thread loads four float4 of X, rows tid/8 + 16i, and four of Wᵀ. */
+   * Each thread loads four float4 of X, rows tid/8 + 16i, and four of Wᵀ,
+   * all eight in flight before any is stored (bytes as words: see
+   * load_word). */
   const pp_cuda_chain_layer &l0 = chain.layer[0];
-  const bool f32_vec = pp::f32_vectors(x);
+  const bool f32_vec = pp::f32_vectors(x), words = x.kind == PP_A_U8_VEC4;
+  const unsigned kq = (threadIdx.x % 8) * 4;
   long long origin[4];
 #pragma unroll
   for (int i = 0; i < 4; i++) {
@@ -140,21 +143,41 @@ __launch_bounds__(WARPS * 32) mlp_chain_tc(const pp_cuda_a x, unsigned m, unsign
     origin[i] = x.kind == PP_A_F32 || row >= m ? 0 : pp::sample_origin(x, row);
   }
   for (unsigned k0 = 0; k0 < k; k0 += BK) {
+    float4 w[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-      const unsigned r = threadIdx.x / 8 + 16 * i, kq = (threadIdx.x % 8) * 4;
-      const float4 v = pp::load_x4(x, origin[i], m0 + r < m, m0 + r, k0 + kq, k, f32_vec);
-      s.u.first.x[r][kq] = v.x;
-      s.u.first.x[r][kq + 1] = v.y;
-      s.u.first.x[r][kq + 2] = v.z;
-      s.u.first.x[r][kq + 3] = v.w;
       const unsigned kk = threadIdx.x / 16 + 8 * i, n = (threadIdx.x % 16) * 4;
-      const float4 w =
-          k0 + kk < k && n < l0.ldw
-              ? __ldg(reinterpret_cast<const float4 *>(l0.wt + (size_t) (k0 + kk) * l0.ldw + n))
-              : make_float4(0.f, 0.f, 0.f, 0.f);
-      *reinterpret_cast<float4 *>(&s.u.first.w[kk][n]) = w;
+      w[i] = k0 + kk < k && n < l0.ldw
+                 ? __ldg(reinterpret_cast<const float4 *>(l0.wt + (size_t) (k0 + kk) * l0.ldw + n))
+                 : make_float4(0.f, 0.f, 0.f, 0.f);
     }
+    if (words) {
+      const bool col_in = k0 + kq < k;
+      const long long offset = col_in ? __ldg(x.k_offset + k0 + kq) : 0;
+      uint32_t word[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const bool in = col_in && m0 + threadIdx.x / 8 + 16 * i < m;
+        word[i] = pp::load_word(x, in ? origin[i] + offset : 0);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const bool in = col_in && m0 + threadIdx.x / 8 + 16 * i < m;
+        const float4 v = in ? pp::word_values(x, word[i]) : make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4 *>(&s.u.first.x[threadIdx.x / 8 + 16 * i][kq]) = v;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const unsigned r = threadIdx.x / 8 + 16 * i;
+        const float4 v = pp::load_x4(x, origin[i], m0 + r < m, m0 + r, k0 + kq, k, f32_vec);
+        *reinterpret_cast<float4 *>(&s.u.first.x[r][kq]) = v;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      *reinterpret_cast<float4 *>(&s.u.first.w[threadIdx.x / 16 + 8 * i][(threadIdx.x % 16) * 4]) =
+          w[i];
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
