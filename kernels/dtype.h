@@ -82,6 +82,26 @@ pp_dtype_round(pp_dtype t, float v)
   return t == PP_DTYPE_BF16 ? pp_round_bf16(v) : t == PP_DTYPE_F16 ? pp_round_f16(v) : v;
 }
 
+/* The float a 16-bit value of type t (bf16, else f16) holds, from its
+ * bits: exact, with infinities, subnormals and NaN (its payload kept). */
+static inline float
+pp_dtype_from_bits(pp_dtype t, uint16_t bits)
+{
+  uint32_t u = (uint32_t) bits << 16;
+  if (t != PP_DTYPE_BF16) {
+    const uint32_t sign = (uint32_t) (bits & 0x8000u) << 16, e = (bits >> 10) & 31u,
+                   f = bits & 1023u;
+    if (e == 0) { /* zero or subnormal: f · 2⁻²⁴, exact in float */
+      const float mag = ldexpf((float) f, -24);
+      return sign ? -mag : mag;
+    }
+    u = sign | (e == 31 ? 0x7f800000u : (e + 127 - 15) << 23) | f << 13;
+  }
+  float v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
 #ifdef __cplusplus
 }
 #endif

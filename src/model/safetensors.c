@@ -357,32 +357,6 @@ pp_safetensors_metadata(const pp_safetensors *st, const char *key)
   return NULL;
 }
 
-static float
-half_to_float(uint16_t h)
-{
-  const uint32_t sign = (uint32_t) (h & 0x8000) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff, bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000 | mantissa << 13; /* inf / NaN */
-  } else if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else { /* subnormal: normalise */
-      exponent = 127 - 15 + 1;
-      while (!(mantissa & 0x400)) {
-        mantissa <<= 1;
-        exponent--;
-      }
-      bits = sign | exponent << 23 | (mantissa & 0x3ff) << 13;
-    }
-  } else {
-    bits = sign | (exponent + 127 - 15) << 23 | mantissa << 13;
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 void
 pp_st_tensor_to_f32(const pp_st_tensor *t, float *dst)
 {
@@ -396,11 +370,8 @@ pp_st_tensor_to_f32(const pp_st_tensor *t, float *dst)
         memcpy(&dst[i], &bits, sizeof bits);
         break;
       case PP_DTYPE_F16:
-        dst[i] = half_to_float((uint16_t) (src[2 * i] | src[2 * i + 1] << 8));
-        break;
       case PP_DTYPE_BF16:
-        bits = (uint32_t) (src[2 * i] | src[2 * i + 1] << 8) << 16;
-        memcpy(&dst[i], &bits, sizeof bits);
+        dst[i] = pp_dtype_from_bits(t->dtype, (uint16_t) (src[2 * i] | src[2 * i + 1] << 8));
         break;
       default: /* PP_DTYPE_OTHER: never asked for */
         g_return_if_reached();

@@ -44,22 +44,6 @@ device_poisoned(size_t n)
   return d;
 }
 
-float
-half_value(pp_dtype t, uint16_t bits)
-{
-  if (t == PP_DTYPE_BF16) {
-    const uint32_t u = (uint32_t) bits << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-  }
-  const int e = (bits >> 10) & 31, f = bits & 1023;
-  const float mag = e == 31  ? (f ? NAN : INFINITY)
-                    : e == 0 ? ldexpf((float) f, -24)
-                             : ldexpf((float) (1024 + f), e - 25);
-  return bits & 0x8000 ? -mag : mag;
-}
-
 float *
 host_halves(const void *d, size_t n, pp_dtype t)
 {
@@ -68,7 +52,7 @@ host_halves(const void *d, size_t n, pp_dtype t)
   CHECK_CUDA(cudaStreamSynchronize(kc_stream));
   float *v = g_new(float, n);
   for (size_t i = 0; i < n; i++)
-    v[i] = half_value(t, bits[i]);
+    v[i] = pp_dtype_from_bits(t, bits[i]);
   g_free(bits);
   return v;
 }

@@ -48,9 +48,8 @@ void *device_copy(const void *host, size_t bytes);
 float *device_poisoned(size_t n);
 /* n floats back from the device, the stream synchronised. */
 float *host_result(const float *d, size_t n);
-/* A 16-bit value of type t (bf16 or f16) from its bit pattern, and n of
- * them back from the device as floats, the stream synchronised. */
-float half_value(pp_dtype t, uint16_t bits);
+/* n 16-bit values of type t (bf16 or f16) back from the device as floats
+ * (pp_dtype_from_bits), the stream synchronised. */
 float *host_halves(const void *d, size_t n, pp_dtype t);
 /* A random frame of `kind`/`format` whose X is about n×k (patch: patch
  * side), on the device and as the floats the reference reads. */

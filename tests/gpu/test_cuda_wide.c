@@ -262,7 +262,7 @@ test_wide_gelu_every_value(void **state)
   void *d_h = device_copy(NULL, N * sizeof(uint16_t));
   for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
     for (uint32_t i = 0; i < N; i++)
-      x[i] = half_value(t, (uint16_t) i);
+      x[i] = pp_dtype_from_bits(t, (uint16_t) i);
     float *d_x = device_copy(x, N * sizeof(float));
     const pp_cuda_a a = { .kind = PP_A_F32, .data = d_x, .ld = 1 };
     CHECK_CUDA(pp_cuda_cast(kc_stream, d_x, N, t, false, d_h));

@@ -60,6 +60,59 @@ test_round_values(void **state)
   expect_round(h, NAN, NAN);
 }
 
+/* pp_dtype_from_bits against values worked out by hand, and on all 65,536
+ * bit patterns of each type: every non-NaN value is its own rounding,
+ * grows with its pattern, and its sign bit negates it; NaN patterns give
+ * NaN. */
+static void
+test_from_bits(void **state)
+{
+  (void) state;
+  const pp_dtype b = PP_DTYPE_BF16, h = PP_DTYPE_F16;
+  const struct {
+    pp_dtype t;
+    uint16_t bits;
+    float value;
+  } known[] = {
+    { b, 0x3f80, 1.0f },
+    { b, 0xc049, -3.140625f },
+    { b, 0x0001, 0x1p-133f },
+    { b, 0x7f80, INFINITY },
+    { b, 0x8000, -0.0f },
+    { h, 0x3c00, 1.0f },
+    { h, 0x2e66, 0.0999755859375f },
+    { h, 0x7bff, 65504.0f },
+    { h, 0x0001, 0x1p-24f },
+    { h, 0x03ff, 1023 * 0x1p-24f },
+    { h, 0x0400, 0x1p-14f },
+    { h, 0xfc00, -INFINITY },
+    { h, 0x8000, -0.0f },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(known); i++) {
+    const float got = pp_dtype_from_bits(known[i].t, known[i].bits);
+    if (got != known[i].value || signbit(got) != signbit(known[i].value))
+      fail_msg("%s 0x%04x = %.10g, expected %.10g", pp_dtype_name(known[i].t), known[i].bits, got,
+               known[i].value);
+  }
+  for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+    const unsigned exponent_mask = t == b ? 0x7f80u : 0x7c00u;
+    float before = -INFINITY; /* the positive patterns, by magnitude */
+    for (unsigned bits = 0; bits < 0x8000u; bits++) {
+      const float v = pp_dtype_from_bits(t, (uint16_t) bits);
+      const bool nan = (bits & exponent_mask) == exponent_mask && (bits & ~exponent_mask & 0x7fffu);
+      if (nan) {
+        assert_true(isnan(v));
+        assert_true(isnan(pp_dtype_from_bits(t, (uint16_t) (bits | 0x8000u))));
+        continue;
+      }
+      assert_true(pp_dtype_round(t, v) == v);
+      assert_true(v > before); /* increasing with the bits */
+      assert_true(pp_dtype_from_bits(t, (uint16_t) (bits | 0x8000u)) == -v);
+      before = v;
+    }
+  }
+}
+
 /* A frame through the CPU backend at `precision`, against float64; the
  * error against the reference returned. */
 static double
@@ -151,6 +204,7 @@ main(void)
   seed = test_seed();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_round_values),
+    cmocka_unit_test(test_from_bits),
     cmocka_unit_test(test_cpu_backend_precisions),
     cmocka_unit_test(test_precision_names),
   };
