@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The wide kernel alone on deep's, narrow's and hd's shapes (1080p RGB 8×8
- * patches, bf16), random weights, and the warp kernel where the shape's
- * hidden layers are at most 64 wide (narrow's): µs a launch, the median of
- * 9 batches of 20 back to back. For profiling (ncu) and for trying the
- * kernels' tile sizes: its question is how fast a kernel is away from the
- * pipeline. `wide-bench [SHAPE [wide|warp]]`. */
+ * patches; bf16, or floats as TF32 or exact FP32), random weights, and the
+ * warp kernel (bf16 only) where the shape's hidden layers are at most 64
+ * wide (narrow's): µs a launch, the median of 9 batches of 20 back to
+ * back. For profiling (ncu) and for trying the kernels' tile sizes: its
+ * question is how fast a kernel is away from the pipeline.
+ * `wide-bench [SHAPE [wide|warp [bf16|tf32|fp32]]]`. */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,8 +26,11 @@
   } while (0)
 
 static int
-run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool warp, cudaStream_t s)
+run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool warp,
+    const char *precision, cudaStream_t s)
 {
+  const pp_dtype type = strcmp(precision, "bf16") ? PP_DTYPE_F32 : PP_DTYPE_BF16;
+  const bool tf32 = !strcmp(precision, "tf32");
   const uint32_t W = 1920, H = 1080, P = 8, K = P * P * 3, N = (W / P) * (H / P);
   const unsigned n = outs.size();
   std::vector<pp_cuda_wide_layer> layers(n), packed(n);
@@ -43,7 +47,7 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
       v = (float) rand() / RAND_MAX - 0.5f;
     void *dw = nullptr;
     float *db = nullptr;
-    if (last) {
+    if (last || type == PP_DTYPE_F32) {
       CHECK(cudaMalloc(&dw, count * 4));
       CHECK(cudaMemcpy(dw, w.data(), count * 4, cudaMemcpyHostToDevice));
     } else {
@@ -60,8 +64,8 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
     in = outs[i];
   }
   void *blob = nullptr;
-  CHECK(cudaMalloc(&blob, pp_cuda_wide_packed_bytes(PP_DTYPE_BF16, layers.data(), n)));
-  CHECK(pp_cuda_wide_pack(s, PP_DTYPE_BF16, layers.data(), n, blob, packed.data()));
+  CHECK(cudaMalloc(&blob, pp_cuda_wide_packed_bytes(type, layers.data(), n)));
+  CHECK(pp_cuda_wide_pack(s, type, tf32, layers.data(), n, blob, packed.data()));
 
   /* The frame's bytes and the reader's offsets, as frame_layout.h lays out
    * patches: input k of a patch is its pixel (k/3 % P, k/3 / P), channel k%3. */
@@ -96,8 +100,8 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
   for (int b = 0; b < 10; b++) {
     CHECK(cudaEventRecord(start, s));
     for (int i = 0; i < 20; i++)
-      CHECK(warp ? pp_cuda_mlp_warp(s, &a, N, K, packed.data(), n, PP_DTYPE_BF16, d_y)
-                 : pp_cuda_mlp_wide(s, &a, N, K, packed.data(), n, PP_DTYPE_BF16, d_y));
+      CHECK(warp ? pp_cuda_mlp_warp(s, &a, N, K, packed.data(), n, type, d_y)
+                 : pp_cuda_mlp_wide(s, &a, N, K, packed.data(), n, type, tf32, d_y));
     CHECK(cudaEventRecord(stop, s));
     CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -106,10 +110,10 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
       batches.push_back(ms * 1000 / 20);
   }
   std::sort(batches.begin(), batches.end());
-  size_t smem = warp ? pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, K, n, outs.data())
-                     : pp_cuda_mlp_wide_smem(PP_DTYPE_BF16, K, n, outs.data());
-  printf("%-8s %s %7.1f µs a launch (smem %zu bytes a block)\n", name, warp ? "warp" : "wide",
-         batches[batches.size() / 2], smem);
+  size_t smem = warp ? pp_cuda_mlp_warp_smem(type, K, n, outs.data())
+                     : pp_cuda_mlp_wide_smem(type, K, n, outs.data());
+  printf("%-8s %s %s %7.1f µs a launch (smem %zu bytes a block)\n", name, warp ? "warp" : "wide",
+         precision, batches[batches.size() / 2], smem);
   for (void *p : owned)
     cudaFree(p);
   cudaFree(blob), cudaFree(d_frame), cudaFree(d_koff), cudaFree(d_y);
@@ -123,16 +127,22 @@ main(int argc, char **argv)
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const char *only = argc > 1 ? argv[1] : nullptr, *kernel = argc > 2 ? argv[2] : nullptr;
-  const bool wide = !kernel || !strcmp(kernel, "wide"), warp = !kernel || !strcmp(kernel, "warp");
+  const char *p = argc > 3 ? argv[3] : "bf16";
+  if (strcmp(p, "bf16") && strcmp(p, "tf32") && strcmp(p, "fp32")) {
+    fprintf(stderr, "wide-bench: precision %s: bf16, tf32 or fp32\n", p);
+    return 2;
+  }
+  const bool wide = !kernel || !strcmp(kernel, "wide");
+  const bool warp = (!kernel || !strcmp(kernel, "warp")) && !strcmp(p, "bf16");
   int rc = 0;
   if ((!only || !strcmp(only, "deep")) && wide)
-    rc |= run("deep", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_GELU), false, s);
+    rc |= run("deep", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_GELU), false, p, s);
   if ((!only || !strcmp(only, "deep-relu")) && wide)
-    rc |= run("deep-relu", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_RELU), false, s);
+    rc |= run("deep-relu", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_RELU), false, p, s);
   for (int w = 0; w < 2; w++)
     if ((!only || !strcmp(only, "narrow")) && (w ? warp : wide))
-      rc |= run("narrow", { 64, 64, 64, 64, 1 }, PP_ACT(PP_ACT_RELU), w, s);
+      rc |= run("narrow", { 64, 64, 64, 64, 1 }, PP_ACT(PP_ACT_RELU), w, p, s);
   if ((!only || !strcmp(only, "hd")) && wide)
-    rc |= run("hd", { 256, 1 }, PP_ACT(PP_ACT_RELU), false, s);
+    rc |= run("hd", { 256, 1 }, PP_ACT(PP_ACT_RELU), false, p, s);
   return rc;
 }

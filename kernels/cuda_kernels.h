@@ -114,19 +114,20 @@ cudaError_t pp_cuda_mlp_chain(cudaStream_t stream, const pp_cuda_a *x, uint32_t 
                               const pp_cuda_chain_layer *layers, unsigned n_layers, bool tf32,
                               float *y);
 
-/* ---- An MLP at a 16-bit precision in one kernel, hidden layers ≤ 512 -
- * wide, O = 1 (mlp_wide.cu): every hidden layer on the tensor cores, a
- * block's activations in shared memory, the weights streamed in tiles from
- * one packed blob. Layers as stored (w, out × in of the 16-bit type; the
- * last layer's in floats, as the row-dot kernel reads it), packed once by
- * pp_cuda_wide_pack into the layout the kernel reads. */
+/* ---- An MLP in one kernel, hidden layers ≤ 512 wide, O = 1 --------------
+ * (mlp_wide.cu): every hidden layer on the tensor cores, a block's
+ * activations in shared memory, the weights streamed in tiles from one
+ * packed blob; bf16, f16, or floats as TF32 or exact FP32. Layers as
+ * stored (w, out × in of the type; the last layer's in floats, as the
+ * row-dot kernel reads it), packed once by pp_cuda_wide_pack into the
+ * layout the kernel reads. */
 
 #define PP_WIDE_MAX_D 512
 #define PP_MAX_WIDE 8
 
 typedef struct {
-  const void *w;  /* out × in: the 16-bit type (hidden layers), floats (the last) */
-  const float *b; /* NULL: no bias; the 16-bit values as floats */
+  const void *w;  /* out × in: the type (hidden layers), floats (the last) */
+  const float *b; /* NULL: no bias; the type's values as floats */
   uint32_t in, out;
   pp_act act;
 } pp_cuda_wide_layer;
@@ -134,7 +135,7 @@ typedef struct {
 /* The least shared memory a block needs for a model of these widths (k
  * inputs) in `type`, with two weight tiles in flight (the launcher takes
  * three where the device has room); 0 when the kernel does not take it (2
- * to 8 layers, hidden ones 1..512 wide, one output, bf16 or f16). The model
+ * to 8 layers, hidden ones 1..512 wide, one output). The model
  * fits where this is non-zero and at most the device's opt-in limit a
  * block. */
 size_t pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs);
@@ -144,13 +145,19 @@ size_t pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const
 size_t pp_cuda_wide_packed_bytes(pp_dtype type, const pp_cuda_wide_layer *layers,
                                  unsigned n_layers);
 /* Packs `layers` into `blob` on `stream` (a kernel on the device);
- * `packed` gets the layers as the kernel reads them. */
-cudaError_t pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, const pp_cuda_wide_layer *layers,
-                              unsigned n_layers, void *blob, pp_cuda_wide_layer *packed);
+ * `packed` gets the layers as the kernel reads them. At PP_DTYPE_F32 the
+ * weights are rounded to TF32 where `tf32`, as the kernel's TF32 reads
+ * them (a blob for the one is not a blob for the other). */
+cudaError_t pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32,
+                              const pp_cuda_wide_layer *layers, unsigned n_layers, void *blob,
+                              pp_cuda_wide_layer *packed);
 
+/* At PP_DTYPE_F32, TF32 products where `tf32` (`packed` packed with
+ * tf32), else exact FP32 from three TF32 products of pieces
+ * (mma_tf32.cuh); 16-bit types ignore `tf32`. */
 cudaError_t pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                              const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type,
-                             float *y);
+                             bool tf32, float *y);
 
 /* ---- An MLP at a 16-bit precision in one kernel, hidden layers ≤ 64 wide,
  * O = 1 (mlp_warp.cu): each warp carries its rows through every layer in

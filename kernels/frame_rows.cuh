@@ -1,17 +1,55 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* A block's rows of the frame in shared memory, for the kernels that
  * keep a model's activations on chip (mlp_wide.cu, mlp_warp.cu): read
- * once through pp_cuda_a, converted in the load and rounded to the 16-bit
- * type as pp_cuda_convert rounds it, stored in swizzled rows (swz). */
+ * once through pp_cuda_a, converted in the load and rounded to a 16-bit
+ * type as pp_cuda_convert rounds it (floats kept as they are, or rounded
+ * to TF32 for TF32 products), stored in swizzled rows (swz). */
 #ifndef PP_FRAME_ROWS_CUH
 #define PP_FRAME_ROWS_CUH
 
 #include "gemm_mainloop.cuh"
 #include "mma16.cuh"
+#include "mma_tf32.cuh"
 #include "wide_layout.cuh"
 
 namespace pp_wide
 {
+
+/* Values into shared rows of T: rounded to a 16-bit T; floats as they
+ * are, or rounded to TF32 where TF32 (the products then read them as they
+ * lie). */
+template <bool TF32>
+__device__ __forceinline__ float
+kept(float v)
+{
+  return TF32 ? __uint_as_float(pp::to_tf32(v)) : v;
+}
+
+/* Two values at p, side by side. */
+template <bool TF32, typename T>
+__device__ __forceinline__ void
+put2(T *p, float a, float b)
+{
+  if constexpr (sizeof(T) == 4)
+    *reinterpret_cast<float2 *>(p) = make_float2(kept<TF32>(a), kept<TF32>(b));
+  else
+    *reinterpret_cast<uint32_t *>(p) = pp::pack2<T>(a, b);
+}
+
+/* Four values at p (zeros where !keep): 8 bytes of a 16-bit type, a whole
+ * 16-byte chunk of floats. */
+template <bool TF32, typename T>
+__device__ __forceinline__ void
+put4(T *p, float4 v, bool keep)
+{
+  if constexpr (sizeof(T) == 4)
+    *reinterpret_cast<float4 *>(p) =
+        keep ? make_float4(kept<TF32>(v.x), kept<TF32>(v.y), kept<TF32>(v.z), kept<TF32>(v.w))
+             : make_float4(0.f, 0.f, 0.f, 0.f);
+  else
+    *reinterpret_cast<uint2 *>(p) =
+        keep ? make_uint2(pp::pack2<T>(v.x, v.y), pp::pack2<T>(v.z, v.w)) : make_uint2(0, 0);
+}
 
 /* Bytes whose groups of four inputs are words (PP_A_U8_VEC4: video in
  * patches or rows). Each thread keeps one group of a row, its offset read
@@ -23,7 +61,7 @@ namespace pp_wide
  * are in flight at once. (Loaded as uchar4, each load's bytes were
  * unpacked as it came, which waited for it before the next was sent.) The
  * values are load_x4's. */
-template <int ROWS, int THREADS, typename T>
+template <int ROWS, int THREADS, bool TF32, typename T>
 __device__ __forceinline__ void
 load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
 {
@@ -47,23 +85,21 @@ load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, ui
       const unsigned r = r0 + j * per_pass;
       if (r >= ROWS)
         break;
-      const float4 v = pp::word_values(x, word[j]);
-      const uint2 four = in >> j & 1u ? make_uint2(pp::pack2<T>(v.x, v.y), pp::pack2<T>(v.z, v.w))
-                                      : make_uint2(0, 0);
-      *reinterpret_cast<uint2 *>(h + r * ld + swz(r, col)) = four;
+      put4<TF32>(h + r * ld + swz<T>(r, col), pp::word_values(x, word[j]), in >> j & 1u);
     }
   }
 }
 
-/* The frame's ROWS rows from m0 into h (stride ld, a multiple of 64) as T,
- * zero past k up to ld and for rows past m, by THREADS threads. Loads go
- * out in batches, each thread's all in flight before any is stored. */
-template <int ROWS, int THREADS, typename T>
+/* The frame's ROWS rows from m0 into h (stride ld, a multiple of 64) as T
+ * (floats rounded to TF32 where TF32), zero past k up to ld and for rows
+ * past m, by THREADS threads. Loads go out in batches, each thread's all
+ * in flight before any is stored. */
+template <int ROWS, int THREADS, bool TF32 = false, typename T>
 __device__ __forceinline__ void
 load_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
 {
   if (x.kind == PP_A_U8_VEC4 && ld / 4 <= THREADS)
-    return load_byte_rows<ROWS, THREADS>(x, m, k, m0, h, ld);
+    return load_byte_rows<ROWS, THREADS, TF32>(x, m, k, m0, h, ld);
   const bool f32_vec = pp::f32_vectors(x);
   const unsigned groups = ld / 4, total = ROWS * groups;
   constexpr int BATCH = 8;
@@ -81,8 +117,7 @@ load_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_
       const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups;
       if (i >= total)
         break;
-      const uint2 four = { pp::pack2<T>(v[j].x, v[j].y), pp::pack2<T>(v[j].z, v[j].w) };
-      *reinterpret_cast<uint2 *>(h + r * ld + swz(r, (i % groups) * 4)) = four;
+      put4<TF32>(h + r * ld + swz<T>(r, (i % groups) * 4), v[j], true);
     }
   }
 }

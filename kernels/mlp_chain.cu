@@ -6,16 +6,12 @@
  * touches device memory and a frame is one launch, where layer by layer it
  * is one launch and one round trip per layer. A warp owns 16 rows: its
  * 16×64 activations live in its accumulators between layers, going through
- * a small shared tile of its own to become the next layer's A operand. PASSES = 3 is exact FP32 to about one ulp: each
- * operand split into two TF32 pieces, hi·hi + hi·lo + lo·hi (the lo·lo
- * term is below FP32's rounding); PASSES = 1 is TF32 (precision=tf32).
- *
- * Fragment layouts (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, t = lane % 4:
- * A (16×8, row): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
- * B (8×8, col): b0 (k t, n g), b1 (k t+4, n g);
- * C (16×8): c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
+ * a small shared tile of its own to become the next layer's A operand.
+ * PASSES = 3 is exact FP32, 1 is TF32, and the fragments are laid out as
+ * mma_tf32.cuh says. */
 #include "activation.cuh"
 #include "gemm_mainloop.cuh"
+#include "mma_tf32.cuh"
 
 namespace
 {
@@ -39,32 +35,6 @@ struct Smem {
   float h[WARPS][16][D + 4]; /* each warp's activations: h[row][unit] */
 };
 
-__device__ __forceinline__ uint32_t
-to_tf32(float v)
-{
-  uint32_t u;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
-  return u;
-}
-
-/* v as hi (+ lo): two TF32 pieces whose sum is v to within FP32's rounding. */
-template <int PASSES>
-__device__ __forceinline__ void
-split(float v, uint32_t &hi, uint32_t &lo)
-{
-  hi = to_tf32(v);
-  lo = PASSES == 3 ? to_tf32(v - __uint_as_float(hi)) : 0u;
-}
-
-__device__ __forceinline__ void
-mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
-{
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 /* acc += A·B over 8 of K: A's four values (a0..a3 as the layout above),
  * B's two for each of the NT column tiles. */
 template <int PASSES>
@@ -74,17 +44,13 @@ mma_step(float (&acc)[NT][4], const float (&av)[4], const float (&bv)[NT][2])
   uint32_t ah[4], al[4];
 #pragma unroll
   for (int i = 0; i < 4; i++)
-    split<PASSES>(av[i], ah[i], al[i]);
+    pp::split_tf32<PASSES>(av[i], ah[i], al[i]);
 #pragma unroll
   for (int j = 0; j < NT; j++) {
     uint32_t bh[2], bl[2];
-    split<PASSES>(bv[j][0], bh[0], bl[0]);
-    split<PASSES>(bv[j][1], bh[1], bl[1]);
-    if (PASSES == 3) {
-      mma(acc[j], al, bh);
-      mma(acc[j], ah, bl);
-    }
-    mma(acc[j], ah, bh);
+    pp::split_tf32<PASSES>(bv[j][0], bh[0], bl[0]);
+    pp::split_tf32<PASSES>(bv[j][1], bh[1], bl[1]);
+    pp::mma_pieces<PASSES>(acc[j], ah, al, bh, bl);
   }
 }
 

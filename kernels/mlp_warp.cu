@@ -39,6 +39,8 @@ using namespace pp_wide;
 namespace
 {
 
+using G = Geometry<2>;
+constexpr int BK = G::BK, CHUNK = G::CHUNK;
 constexpr int W_WARPS = 8, W_THREADS = W_WARPS * 32, W_ROWS = 16, W_BM = W_WARPS * W_ROWS;
 constexpr int D = PP_WARP_MAX_D, W_NT = D / 8, KS = D / 16;
 static_assert(D == BK, "a hidden layer's inputs are one of the blob's input tiles");
@@ -83,7 +85,7 @@ load_weights(const WarpNet &net, T *w_s)
       for (int c0 = 0; c0 < TILE_CHUNKS; c0 += W_THREADS) {
         const unsigned c = c0 + threadIdx.x, row = c / ROW_CHUNKS;
         const unsigned col = tile * BK + (c % ROW_CHUNKS) * CHUNK;
-        pp::cp_async16(dst + row * kp + swz(row, col),
+        pp::cp_async16(dst + row * kp + swz<T>(row, col),
                        src + (size_t) tile * BN * BK + row * BK + (c % ROW_CHUNKS) * CHUNK);
       }
   }
@@ -238,7 +240,7 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Wa
 extern "C" size_t
 pp_cuda_mlp_warp_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs)
 {
-  if (!takes(type, k, n_layers, outs, D))
+  if (pp_dtype_size(type) != 2 || !takes(k, n_layers, outs, D))
     return 0;
   return warp_smem_bytes(n_layers, pad64(k), pp_dtype_size(type));
 }

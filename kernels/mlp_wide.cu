@@ -1,107 +1,46 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The wide kernel: an MLP of 2 to 8 layers at a 16-bit precision whose
- * hidden layers are up to 512 wide and whose output is one value, in one
- * launch. A block owns BM rows and keeps all their activations in shared
- * memory, in two buffers that take turns layer by layer, so no activation
- * touches device memory. Each hidden layer is a GEMM of those activations
- * and the layer's weights, which stream from the packed blob through
- * shared memory in BN × BK tiles, the next one or two in flight (cp.async)
- * while this one is multiplied on the tensor cores (mma.sync m16n8k16,
- * 16-bit inputs, FP32 sums). The tiles run on across column tiles and
- * layers without a pause, weights not depending on activations, and lie in
- * the blob in the order they are used, so a tile's address is its number.
- * The bias and activation are added in FP32 and the result rounded to the
+/* The wide kernel: an MLP of 2 to 8 layers whose hidden layers are up to
+ * 512 wide and whose output is one value, in one launch, at a 16-bit
+ * precision or in floats (TF32, or exact FP32 in TF32 pieces). A block
+ * owns BM rows and keeps all their activations in shared memory, in two
+ * buffers that take turns layer by layer, so no activation touches device
+ * memory. Each hidden layer is a GEMM of those activations and the
+ * layer's weights, which stream from the packed blob through shared
+ * memory in BN × BK tiles, the next one or two in flight (cp.async) while
+ * this one is multiplied on the tensor cores (mma.sync, FP32 sums:
+ * wide_tiles.cuh). The tiles run on across column tiles and layers
+ * without a pause, weights not depending on activations, and lie in the
+ * blob in the order they are used, so a tile's address is its number. The
+ * bias and activation are added in FP32 and the result rounded to the
  * 16-bit type as it is stored, as the per-layer path rounds its
- * activations. The last layer is each row's dot product in FP32. The frame
- * is read once, through pp_cuda_a, converted in the load and rounded to the
- * 16-bit type as pp_cuda_convert rounds it.
+ * activations; floats are stored rounded to TF32 (the frame too, and the
+ * packer rounds the weights), or for exact FP32 as they are, split into
+ * pieces as the products read them. The last layer is each row's dot
+ * product in FP32, of the activations as stored. The frame is read once,
+ * through pp_cuda_a, converted in the load and rounded as the activations
+ * are.
  *
- * Warps: 4 (rows) × 4 (columns), each a 32 × 32 tile of the block's
- * 128 × 128: 2 × 4 fragments a k-step from ldmatrix, four k-steps a
- * weight tile. Sixteen warps, because one block fills an SM's shared
- * memory: its warps alone hide each other's latencies. Shared rows are
+ * Warps (wide_layout.cuh): each a 32 × 32 tile of the block's BM × 128,
+ * 2 × 4 fragments a k-step from ldmatrix, four k-steps a weight tile; at
+ * 16 bits sixteen warps over 128 rows, because one block fills an SM's
+ * shared memory and its warps alone hide each other's latencies; floats,
+ * twice the bytes a row, eight warps over 64 rows. Shared rows are
  * unpadded and swizzled (swz), which leaves deep's 192-512-256-64 room for
  * two 16 KB weight tiles beside its activations; smaller models get three.
  *
- * Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs), g = lane / 4,
- * t = lane % 4: A's registers (row g, k 2t..), (row g+8, k 2t..), (row g,
- * k 2t+8..), (row g+8, k 2t+8..); B's (k 2t.., n g), (k 2t+8.., n g); C
- * c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
+ * C's fragment (PTX ISA), g = lane / 4, t = lane % 4: c0 (g, 2t), c1 (g,
+ * 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
 #include <type_traits>
 
 #include "activation.cuh"
 #include "frame_rows.cuh"
 #include "smem_optin.cuh"
+#include "wide_tiles.cuh"
 
 using namespace pp_wide;
 
 namespace
 {
-
-/* Weight tile t of the blob into a stage (swizzled), when t < count; a
- * group is committed either way, so the count of groups in flight stays
- * the pipeline's. The blob holds the tiles in the order they are used,
- * each BN × BK row-major. */
-template <typename T>
-__device__ __forceinline__ void
-load_tile(const T *blob, unsigned t, unsigned count, T *stage)
-{
-  if (t < count)
-#pragma unroll
-    for (int j = 0; j < COPIES; j++) {
-      const unsigned c = threadIdx.x + j * THREADS, row = c / (BK / CHUNK);
-      pp::cp_async16(stage + row * BK + swz(row, (c % (BK / CHUNK)) * CHUNK),
-                     blob + (size_t) t * BN * BK + c * CHUNK);
-    }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-/* A's and B's fragments of k-step kk: A from the warp's rows `a` (each
- * lane's ldmatrix row; its low three bits are lane % 8) at input k, B from
- * the stage's rows of the warp's columns. */
-template <typename T>
-__device__ __forceinline__ void
-fragments(uint32_t (&af)[MT][4], uint32_t (&bf)[NT][2], const T *a, uint32_t lda, unsigned k,
-          const T *stage, int kk, int wc, int lane)
-{
-  const unsigned x = lane & 7u;
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-    pp::ldsm_x4(af[mt], a + mt * 16 * lda + ((k / CHUNK + lane / 16) ^ x) * CHUNK);
-#pragma unroll
-  for (int p = 0; p < NT / 2; p++) {
-    uint32_t r[4];
-    const unsigned row = wc * WN + p * 16 + lane % 8 + (lane / 16) * 8;
-    pp::ldsm_x4(r, stage + row * BK + ((kk / CHUNK + (lane / 8) % 2) ^ x) * CHUNK);
-    bf[2 * p][0] = r[0];
-    bf[2 * p][1] = r[1];
-    bf[2 * p + 1][0] = r[2];
-    bf[2 * p + 1][1] = r[3];
-  }
-}
-
-/* acc += the warp's 32 × 32 of A (BK inputs from k0) times the stage's
- * tile; the next k-step's fragments load while this one's products run. */
-template <typename T>
-__device__ __forceinline__ void
-multiply(float (&acc)[MT][NT][4], const T *a, uint32_t lda, unsigned k0, const T *stage, int wc,
-         int lane)
-{
-  uint32_t af[2][MT][4], bf[2][NT][2];
-  fragments(af[0], bf[0], a, lda, k0, stage, 0, wc, lane);
-#pragma unroll
-  for (int step = 0; step < BK / 16; step++) {
-    const int cur = step % 2;
-    if (step + 1 < BK / 16)
-      fragments(af[cur ^ 1], bf[cur ^ 1], a, lda, k0 + (step + 1) * 16, stage, (step + 1) * 16, wc,
-                lane);
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-      for (int nt = 0; nt < NT; nt++)
-        pp::mma16(acc[mt][nt], af[cur][mt], bf[cur][nt], T());
-  }
-}
 
 /* The warp's tile of layer l's output, columns n0.. of `h`: act(acc + b)
  * rounded to T, zero past l.out (the next layer's padding); acc zeroed.
@@ -109,10 +48,10 @@ multiply(float (&acc)[MT][NT][4], const T *a, uint32_t lda, unsigned k0, const T
  * stores its GEMM's output before its activation kernel (and the CPU
  * backend rounds alike), so a model's scores do not depend on the path
  * the planner took. */
-template <typename T, int A>
+template <typename T, int A, bool TF32, typename G = GeometryOf<T>>
 __device__ __forceinline__ void
-store_tile_as(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h, uint32_t ld,
-              int wr, int wc, int lane)
+store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h,
+              uint32_t ld, int wr, int wc, int lane)
 {
   /* A known kind folds pp_act_apply's switch away. */
   const pp_act act = A == pp::ACT_ANY ? l.act : pp_act{ (pp_act_kind) A, l.act.slope };
@@ -120,20 +59,20 @@ store_tile_as(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0,
   auto store = [&](auto all_in) {
     constexpr bool ALL_IN = decltype(all_in)::value;
 #pragma unroll
-    for (int nt = 0; nt < NT; nt++) {
-      const unsigned col = n0 + wc * WN + nt * 8 + 2 * t;
+    for (int nt = 0; nt < G::NT; nt++) {
+      const unsigned col = n0 + wc * G::WN + nt * 8 + 2 * t;
       const bool in0 = ALL_IN || col < l.out, in1 = ALL_IN || col + 1 < l.out;
       const float b0 = l.b && in0 ? __ldg(l.b + col) : 0.f;
       const float b1 = l.b && in1 ? __ldg(l.b + col + 1) : 0.f;
 #pragma unroll
-      for (int mt = 0; mt < MT; mt++)
+      for (int mt = 0; mt < G::MT; mt++)
 #pragma unroll
         for (int half = 0; half < 2; half++) {
           float *c = acc[mt][nt] + 2 * half;
-          const unsigned row = wr * WM + mt * 16 + g + 8 * half;
+          const unsigned row = wr * G::WM + mt * 16 + g + 8 * half;
           const float v0 = in0 ? pp::hidden_act<T, A>(act, c[0] + b0) : 0.f;
           const float v1 = in1 ? pp::hidden_act<T, A>(act, c[1] + b1) : 0.f;
-          *reinterpret_cast<uint32_t *>(h + row * ld + swz(row, col)) = pp::pack2<T>(v0, v1);
+          put2<TF32>(h + row * ld + swz<T>(row, col), v0, v1);
           c[0] = c[1] = 0.f;
         }
     }
@@ -141,17 +80,18 @@ store_tile_as(float (&acc)[MT][NT][4], const pp_cuda_wide_layer &l, unsigned n0,
   /* A warp whose columns all lie in the layer checks none: with a branch
    * around each value's activation, each waited for the one before
    * (deep's MLP 131 µs); without, the compiler interleaves them (119). */
-  if (n0 + (wc + 1) * WN <= l.out)
+  if (n0 + (wc + 1) * G::WN <= l.out)
     store(std::true_type{});
   else
     store(std::false_type{});
 }
 
-template <typename T, int STAGES>
+template <typename T, int PASSES, int STAGES, typename G = GeometryOf<T>>
 __global__ void
-__launch_bounds__(THREADS, 1)
+__launch_bounds__(G::THREADS, 1)
     mlp_wide(const pp_cuda_a x, unsigned m, unsigned k, const Net net, float *__restrict__ y)
 {
+  constexpr int BM = G::BM, BK = G::BK;
   extern __shared__ __align__(128) unsigned char smem[];
   /* Buffer i % 2 and its stride, chosen without indexing (no local memory). */
   T *const base = reinterpret_cast<T *>(smem);
@@ -159,7 +99,7 @@ __launch_bounds__(THREADS, 1)
   auto ld = [&](unsigned i) { return i % 2 ? net.ld[1] : net.ld[0]; };
   T *const stages = base + BM * (net.ld[0] + net.ld[1]);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wr = warp / (BN / WN), wc = warp % (BN / WN);
+  const int wr = warp / (BN / G::WN), wc = warp % (BN / G::WN);
   const unsigned m0 = blockIdx.x * BM;
 
   const T *const blob = static_cast<const T *>(net.layer[0].w);
@@ -168,30 +108,31 @@ __launch_bounds__(THREADS, 1)
 #pragma unroll
   for (int i = 0; i < STAGES - 1; i++)
     load_tile(blob, i, net.tiles, stages + i * BN * BK);
-  load_rows<BM, THREADS>(x, m, k, m0, buf(0), ld(0));
-  float acc[MT][NT][4] = {};
+  constexpr bool TF32 = sizeof(T) == 4 && PASSES == 1;
+  load_rows<BM, G::THREADS, TF32>(x, m, k, m0, buf(0), ld(0));
+  float acc[G::MT][G::NT][4] = {};
   unsigned t = 0, s = 0;
   for (unsigned li = 0; li + 1 < net.n; li++) {
     const pp_cuda_wide_layer &l = net.layer[li];
     const uint32_t kp = pad64(l.in), np = pad64(l.out), lda = ld(li);
     /* This warp's rows of the layer's input, at its lane's ldmatrix row. */
-    const T *a = buf(li) + (wr * WM + lane % 16) * lda;
+    const T *a = buf(li) + (wr * G::WM + lane % 16) * lda;
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       /* A warp whose 32 columns lie past the layer's padded width idles. */
-      const bool active = n0 + wc * WN < np;
+      const bool active = n0 + wc * G::WN < np;
       for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
         asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
         __syncthreads(); /* tile t has landed; every warp is done with the stage it replaces */
         const unsigned into = s == 0 ? STAGES - 1 : s - 1;
         load_tile(blob, t + STAGES - 1, net.tiles, stages + into * BN * BK);
         if (active)
-          multiply(acc, a, lda, k0, stages + s * BN * BK, wc, lane);
+          multiply<T, PASSES>(acc, a, lda, k0, stages + s * BN * BK, wc, lane);
         s = s + 1 == STAGES ? 0 : s + 1;
       }
       if (active)
         pp::with_act(l.act.kind, [&](auto kind) {
-          store_tile_as<T, decltype(kind)::value>(acc, l, n0, buf(li + 1), ld(li + 1), wr, wc,
-                                                  lane);
+          store_tile_as<T, decltype(kind)::value, TF32>(acc, l, n0, buf(li + 1), ld(li + 1), wr, wc,
+                                                        lane);
         });
     }
   }
@@ -199,13 +140,14 @@ __launch_bounds__(THREADS, 1)
   __syncthreads();
 
   /* The last layer: ROW_THREADS threads a row, each a part of the dot product. */
+  constexpr int ROW_THREADS = G::ROW_THREADS;
   const pp_cuda_wide_layer &last = net.layer[net.n - 1];
   const unsigned r = threadIdx.x / ROW_THREADS;
   const T *h = buf(net.n - 1) + r * ld(net.n - 1);
   const float *w = static_cast<const float *>(last.w);
   float sum = 0.f;
   for (unsigned j = threadIdx.x % ROW_THREADS; j < last.in; j += ROW_THREADS)
-    sum = fmaf(pp::to_float(h[swz(r, j)]), __ldg(w + j), sum);
+    sum = fmaf(pp::to_float(h[swz<T>(r, j)]), __ldg(w + j), sum);
 #pragma unroll
   for (int lanes = 1; lanes < ROW_THREADS; lanes *= 2)
     sum += __shfl_xor_sync(0xffffffffu, sum, lanes);
@@ -215,22 +157,23 @@ __launch_bounds__(THREADS, 1)
 }
 
 /* Three weight tiles in flight where the model leaves room, else two. */
-template <typename T>
+template <typename T, int PASSES>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Net &net, float *y)
 {
+  using G = GeometryOf<T>;
   int limit = 0;
-  cudaError_t err = pp::allow_smem<mlp_wide<T, 3>>(&limit);
+  cudaError_t err = pp::allow_smem<mlp_wide<T, PASSES, 3>>(&limit);
   if (err == cudaSuccess)
-    err = pp::allow_smem<mlp_wide<T, 2>>(&limit);
+    err = pp::allow_smem<mlp_wide<T, PASSES, 2>>(&limit);
   if (err != cudaSuccess)
     return err;
-  const unsigned blocks = (m + BM - 1) / BM;
+  const unsigned blocks = (m + G::BM - 1) / G::BM;
   const size_t three = smem_bytes(net, sizeof(T), 3), two = smem_bytes(net, sizeof(T), 2);
   if (three <= (size_t) limit)
-    mlp_wide<T, 3><<<blocks, THREADS, three, stream>>>(x, m, k, net, y);
+    mlp_wide<T, PASSES, 3><<<blocks, G::THREADS, three, stream>>>(x, m, k, net, y);
   else if (two <= (size_t) limit)
-    mlp_wide<T, 2><<<blocks, THREADS, two, stream>>>(x, m, k, net, y);
+    mlp_wide<T, PASSES, 2><<<blocks, G::THREADS, two, stream>>>(x, m, k, net, y);
   else
     return cudaErrorInvalidValue;
   return cudaGetLastError();
@@ -240,7 +183,8 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Ne
 
 extern "C" cudaError_t
 pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
-                 const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, float *y)
+                 const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, bool tf32,
+                 float *y)
 {
   uint32_t outs[PP_MAX_WIDE];
   if (!launchable(stream, x, m, k, packed, n_layers, y, outs))
@@ -249,12 +193,19 @@ pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k
   for (unsigned i = 1; i + 1 < n_layers; i++)
     if (static_cast<const uint8_t *>(packed[i].w) !=
         static_cast<const uint8_t *>(packed[i - 1].w) +
-            (size_t) n_tiles(packed[i - 1]) * BN * BK * pp_dtype_size(type))
+            (size_t) n_tiles(packed[i - 1], pp_dtype_size(type)) * BN * TILE_ROW_BYTES)
       return cudaErrorInvalidValue;
   const size_t smem = pp_cuda_mlp_wide_smem(type, k, n_layers, outs);
   if (smem == 0)
     return cudaErrorInvalidValue;
-  const Net net = net_for(packed, n_layers);
-  return type == PP_DTYPE_BF16 ? launch<__nv_bfloat16>(stream, *x, m, k, net, y)
-                               : launch<__half>(stream, *x, m, k, net, y);
+  const Net net = net_for(packed, n_layers, pp_dtype_size(type));
+  switch (type) {
+    case PP_DTYPE_BF16:
+      return launch<__nv_bfloat16, 1>(stream, *x, m, k, net, y);
+    case PP_DTYPE_F16:
+      return launch<__half, 1>(stream, *x, m, k, net, y);
+    default:
+      return tf32 ? launch<float, 1>(stream, *x, m, k, net, y)
+                  : launch<float, 3>(stream, *x, m, k, net, y);
+  }
 }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The wide kernel's weights packed into its blob, once a model, and the
- * shared memory a model needs (wide_layout.cuh has the geometry). */
+ * shared memory a model needs (wide_layout.cuh has the geometry): 16-bit
+ * weights, or floats for the kernel's exact FP32, or rounded to TF32 for
+ * its TF32. */
 #include "dtype.cuh"
+#include "mma_tf32.cuh"
 #include "wide_layout.cuh"
 
 using namespace pp_wide;
@@ -11,11 +14,13 @@ namespace
 
 /* Layer w (out × in) as its tiles in the order the kernel uses them: for
  * each BN-column tile, each BK-input tile, BN × BK row-major, zero past
- * out and in. */
+ * out and in; floats rounded to TF32 where tf32. */
 template <typename T>
 __global__ void
-pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, T *__restrict__ dst, size_t count)
+pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, bool tf32, T *__restrict__ dst,
+           size_t count)
 {
+  constexpr unsigned BK = GeometryOf<T>::BK;
   const unsigned k_tiles = pad64(in) / BK;
   for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
        e += (size_t) gridDim.x * blockDim.x) {
@@ -23,8 +28,21 @@ pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, T *__restrict__ d
     const unsigned within = e % (BN * BK);
     const unsigned n = (unsigned) (tile / k_tiles) * BN + within / BK;
     const unsigned j = (unsigned) (tile % k_tiles) * BK + within % BK;
-    dst[e] = n < out && j < in ? w[(size_t) n * in + j] : pp::from_float<T>(0.f);
+    T v = n < out && j < in ? w[(size_t) n * in + j] : pp::from_float<T>(0.f);
+    if constexpr (sizeof(T) == 4)
+      v = tf32 ? __uint_as_float(pp::to_tf32(v)) : v;
+    dst[e] = v;
   }
+}
+
+/* One layer's tiles packed into dst, on `stream`. */
+template <typename T>
+void
+pack_layer(cudaStream_t stream, const pp_cuda_wide_layer &l, bool tf32, T *dst, size_t count)
+{
+  const unsigned blocks = (unsigned) ((count + 255) / 256 < 1024 ? (count + 255) / 256 : 1024);
+  pack_tiles<<<blocks, 256, 0, stream>>>(static_cast<const T *>(l.w), l.in, l.out, tf32, dst,
+                                         count);
 }
 
 } // namespace
@@ -32,14 +50,14 @@ pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, T *__restrict__ d
 extern "C" size_t
 pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs)
 {
-  if (!takes(type, k, n_layers, outs, PP_WIDE_MAX_D))
+  if (!takes(k, n_layers, outs, PP_WIDE_MAX_D))
     return 0;
   pp_cuda_wide_layer layers[PP_MAX_WIDE] = {};
   for (unsigned i = 0; i < n_layers; i++) {
     layers[i].in = i ? outs[i - 1] : k;
     layers[i].out = outs[i];
   }
-  return smem_bytes(net_for(layers, n_layers), pp_dtype_size(type), 2);
+  return smem_bytes(net_for(layers, n_layers, pp_dtype_size(type)), pp_dtype_size(type), 2);
 }
 
 extern "C" size_t
@@ -47,36 +65,27 @@ pp_cuda_wide_packed_bytes(pp_dtype type, const pp_cuda_wide_layer *layers, unsig
 {
   size_t tiles = 0;
   for (unsigned i = 0; i + 1 < n_layers; i++)
-    tiles += n_tiles(layers[i]);
-  return tiles * BN * BK * pp_dtype_size(type);
+    tiles += n_tiles(layers[i], pp_dtype_size(type));
+  return tiles * BN * TILE_ROW_BYTES;
 }
 
 extern "C" cudaError_t
-pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, const pp_cuda_wide_layer *layers,
+pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                   unsigned n_layers, void *blob, pp_cuda_wide_layer *packed)
 {
-  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE ||
-      (type != PP_DTYPE_BF16 && type != PP_DTYPE_F16))
+  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE)
     return cudaErrorInvalidValue;
-  size_t at = 0;
+  const size_t elem = pp_dtype_size(type);
+  size_t at = 0; /* bytes */
   for (unsigned i = 0; i < n_layers; i++) {
     packed[i] = layers[i];
     if (i + 1 == n_layers)
       break;
-    const size_t count = (size_t) n_tiles(layers[i]) * BN * BK;
-    const unsigned blocks = (unsigned) ((count + 255) / 256 < 1024 ? (count + 255) / 256 : 1024);
-    if (type == PP_DTYPE_BF16) {
-      __nv_bfloat16 *dst = static_cast<__nv_bfloat16 *>(blob) + at;
-      pack_tiles<<<blocks, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(layers[i].w),
-                                             layers[i].in, layers[i].out, dst, count);
-      packed[i].w = dst;
-    } else {
-      __half *dst = static_cast<__half *>(blob) + at;
-      pack_tiles<<<blocks, 256, 0, stream>>>(static_cast<const __half *>(layers[i].w), layers[i].in,
-                                             layers[i].out, dst, count);
-      packed[i].w = dst;
-    }
-    at += count;
+    const size_t count = (size_t) n_tiles(layers[i], elem) * BN * TILE_ROW_BYTES / elem;
+    void *dst = static_cast<uint8_t *>(blob) + at;
+    PP_DTYPE_DISPATCH(type, T, pack_layer(stream, layers[i], tf32, static_cast<T *>(dst), count));
+    packed[i].w = dst;
+    at += count * elem;
   }
   return cudaGetLastError();
 }

@@ -11,18 +11,33 @@
 namespace pp_wide
 {
 
-/* Measured on deep's shape (docs/PERFORMANCE.md): sixteen warps of
- * 32 × 32 took 131 µs; eight of 64 × 32 (fewer fragment loads a product,
- * more registers) 164; 64-row blocks, two an SM, 136. */
-constexpr int WARPS = 16, THREADS = WARPS * 32, BM = 128, BN = 128, BK = 64;
-constexpr int WN = 32, WM = BM * BN / (WARPS * WN), MT = WM / 16, NT = WN / 8;
-constexpr int CHUNK = 8;                          /* elements in 16 bytes */
-constexpr int ROW_THREADS = THREADS / BM;         /* the last layer's threads a row */
-constexpr int COPIES = BN * BK / CHUNK / THREADS; /* a thread's 16-byte copies a tile */
-static_assert(BN * BK / CHUNK == COPIES * THREADS, "whole copies");
-static_assert(BK == 8 * CHUNK, "a tile's row is the eight chunks its swizzle permutes");
-static_assert(WM * (BN / WN) * WN * (BM / WM) == BM * BN && (BM / WM) * (BN / WN) == WARPS,
-              "the warps cover the block's tile");
+/* A weight tile's columns, and the bytes of its rows. */
+constexpr int BN = 128, TILE_ROW_BYTES = 128;
+
+/* A block's geometry for elements of ELEM bytes: 2 (bf16, f16) or 4
+ * (floats, multiplied as TF32 or as exact FP32 in TF32 pieces). A weight
+ * tile is BN rows of BK inputs, one 128-byte row of eight 16-byte chunks
+ * (the swizzle's span), 16 KB whatever the type. Each warp owns a 32 × 32 tile of
+ * the block's BM × BN. Measured on deep's shape at 16 bits
+ * (docs/PERFORMANCE.md): sixteen warps of 32 × 32 took 131 µs; eight of
+ * 64 × 32 (fewer fragment loads a product, more registers) 164; 64-row
+ * blocks, two an SM, 136. Floats take twice the room a row: deep's
+ * activations fill 192 KB of an SM's 227 at 64 rows a block, so 32-bit
+ * blocks are 64 rows and eight warps. */
+template <int ELEM> struct Geometry {
+  static constexpr int CHUNK = 16 / ELEM; /* elements in 16 bytes */
+  static constexpr int BK = TILE_ROW_BYTES / ELEM, BM = ELEM == 2 ? 128 : 64;
+  static constexpr int WM = 32, WN = 32, MT = WM / 16, NT = WN / 8;
+  static constexpr int WARPS = BM / WM * (BN / WN), THREADS = WARPS * 32;
+  static constexpr int KSTEP = 2 * CHUNK;                  /* a product's inputs: 16 or 8 */
+  static constexpr int ROW_THREADS = THREADS / BM;         /* the last layer's threads a row */
+  static constexpr int COPIES = BN * BK / CHUNK / THREADS; /* a thread's 16-byte copies a tile */
+  static_assert(BN * BK / CHUNK == COPIES * THREADS, "whole copies");
+  static_assert(BK == 8 * CHUNK, "a tile's row is the eight chunks its swizzle permutes");
+  static_assert(BM % WM == 0 && BN % WN == 0, "the warps cover the block's tile");
+};
+
+template <typename T> using GeometryOf = Geometry<(int) sizeof(T)>;
 
 struct Net {
   pp_cuda_wide_layer layer[PP_MAX_WIDE]; /* layer[0].w: the blob's first tile */
@@ -38,26 +53,29 @@ pad64(uint32_t v)
   return (v + 63u) & ~63u;
 }
 
-/* Element `col` of shared row `row`: its 16-byte chunk's index XOR the
- * row's low three bits. The eight rows an ldmatrix phase reads at one
+/* Element `col` of a shared row `row` of T: its 16-byte chunk's index XOR
+ * the row's low three bits. The eight rows an ldmatrix phase reads at one
  * logical chunk land in eight different bank groups, without padding. */
+template <typename T>
 __device__ __forceinline__ unsigned
 swz(unsigned row, unsigned col)
 {
+  constexpr unsigned CHUNK = 16 / sizeof(T);
   return (((col / CHUNK) ^ (row & 7u)) * CHUNK) | (col % CHUNK);
 }
 
-/* A hidden layer's weight tiles: column tiles × input tiles. */
+/* A hidden layer's weight tiles of `elem`-byte values: column tiles ×
+ * input tiles. */
 __host__ __device__ inline unsigned
-n_tiles(const pp_cuda_wide_layer &l)
+n_tiles(const pp_cuda_wide_layer &l, size_t elem)
 {
-  return (pad64(l.out) + BN - 1) / BN * (pad64(l.in) / BK);
+  return (pad64(l.out) + BN - 1) / BN * (unsigned) (pad64(l.in) * elem / TILE_ROW_BYTES);
 }
 
 /* Each buffer's stride: the widest input of the layers whose input it
- * holds; the blob's tiles. */
+ * holds; the blob's tiles of `elem`-byte values. */
 inline Net
-net_for(const pp_cuda_wide_layer *layers, unsigned n_layers)
+net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem)
 {
   Net net = {};
   net.n = n_layers;
@@ -66,19 +84,18 @@ net_for(const pp_cuda_wide_layer *layers, unsigned n_layers)
     const uint32_t ld = pad64(layers[i].in);
     net.ld[i % 2] = ld > net.ld[i % 2] ? ld : net.ld[i % 2];
     if (i + 1 < n_layers)
-      net.tiles += n_tiles(layers[i]);
+      net.tiles += n_tiles(layers[i], elem);
   }
   return net;
 }
 
 /* Whether the one-kernel MLPs that read the packed blob (wide, warp) take
- * a model of these widths: bf16 or f16, 2 to 8 layers, hidden ones 1 to
- * max_d wide, one output. */
+ * a model of these widths: 2 to 8 layers, hidden ones 1 to max_d wide, one
+ * output. */
 inline bool
-takes(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs, uint32_t max_d)
+takes(uint32_t k, unsigned n_layers, const uint32_t *outs, uint32_t max_d)
 {
-  if ((type != PP_DTYPE_BF16 && type != PP_DTYPE_F16) || n_layers < 2 || n_layers > PP_MAX_WIDE ||
-      k == 0 || outs[n_layers - 1] != 1)
+  if (n_layers < 2 || n_layers > PP_MAX_WIDE || k == 0 || outs[n_layers - 1] != 1)
     return false;
   for (unsigned i = 0; i + 1 < n_layers; i++)
     if (outs[i] == 0 || outs[i] > max_d)
@@ -104,11 +121,13 @@ launchable(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
   return true;
 }
 
-/* Shared memory a block needs with `stages` weight tiles. */
+/* Shared memory a block of `elem`-byte values needs with `stages` weight
+ * tiles. */
 inline size_t
 smem_bytes(const Net &net, size_t elem, int stages)
 {
-  return ((size_t) BM * (net.ld[0] + net.ld[1]) + (size_t) stages * BN * BK) * elem;
+  const size_t bm = elem == 2 ? Geometry<2>::BM : Geometry<4>::BM;
+  return bm * (net.ld[0] + net.ld[1]) * elem + (size_t) stages * BN * TILE_ROW_BYTES;
 }
 
 } // namespace pp_wide

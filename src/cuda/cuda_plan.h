@@ -12,8 +12,8 @@
  *          or 64² tiles), cublas (cuBLASLt), split:P (a first layer of
  *          bytes on TF32 tensor cores, W in P exact pieces), rowdot (a last
  *          layer of few outputs); or one kernel for the whole MLP: fused,
- *          small:R (R rows a block), wide (16 bits, hidden layers ≤ 512),
- *          warp (16 bits, hidden layers ≤ 64)
+ *          small:R (R rows a block), wide (hidden layers ≤ 512), warp
+ *          (16 bits, hidden layers ≤ 64)
  * frames   whole (copy in, run, copy out), chunks:C (C overlapped pieces),
  *          in-place (kernels read the pinned frame and write the result)
  * graphs   the kernels as a CUDA graph per slot (on) or launched (off)
@@ -36,14 +36,15 @@
 
 /* The kernels the planner chooses among, as a number: raised with each new
  * one (2: the chain kernel behind fused for 3 to 8 layers; 3: wide; 4:
- * warp), so cached plans made without it are made again. */
-#define PP_CUDA_KERNELS_VERSION 4
+ * warp; 5: wide in floats), so cached plans made without it are made
+ * again. */
+#define PP_CUDA_KERNELS_VERSION 5
 
 /* How a layer runs on the GPU, or (fused, small) the whole MLP. */
 typedef enum {
   PP_PATH_FUSED,  /* one kernel for a two-layer MLP (O = 1, D ≤ 256), H in registers */
   PP_PATH_SMALL,  /* one kernel for a two-layer MLP (O ≤ 32, D ≤ 256), a few rows a block */
-  PP_PATH_WIDE,   /* one kernel at 16 bits, 2 to 8 layers ≤ 512 wide, O = 1, H in shared memory */
+  PP_PATH_WIDE,   /* one kernel, 2 to 8 layers ≤ 512 wide, O = 1, H in shared memory */
   PP_PATH_WARP,   /* one kernel at 16 bits, 2 to 8 layers ≤ 64 wide, O = 1, H in registers */
   PP_PATH_OWN,    /* our GEMM, 128×128 tiles, bias and activation in its epilogue */
   PP_PATH_OWN_64, /* the same with 64×64 tiles */

@@ -7,8 +7,8 @@
  * conversion kernel before a first layer of bytes); the split path's exact
  * TF32 pieces for a first layer; the row-dot kernel for a last layer of few outputs; or one
  * kernel for the whole MLP (two layers: fused or small; more, every hidden
- * layer at most 64 wide: the chain kernel, also named fused; at 16 bits,
- * hidden layers up to 512 wide: wide, up to 64: warp). The cuBLASLt GEMMs themselves are
+ * layer at most 64 wide: the chain kernel, also named fused; hidden layers
+ * up to 512 wide: wide; at 16 bits, up to 64: warp). The cuBLASLt GEMMs themselves are
  * made in mlp_gemms.c. */
 #include <errno.h>
 #include <glib.h>
@@ -19,9 +19,9 @@
 
 /* ---- set-up ------------------------------------------------------------- */
 
-/* At 16 bits, where the model fits the device's shared memory: the wide
- * kernel's weights packed once, which the warp kernel reads too where its
- * hidden layers are narrow enough. */
+/* Where the model fits the device's shared memory: the wide kernel's
+ * weights packed once, which the warp kernel reads too at 16 bits where
+ * the hidden layers are narrow enough. */
 static int
 pack_wide(pp_mlp_exec *e, char **msg)
 {
@@ -32,8 +32,8 @@ pack_wide(pp_mlp_exec *e, char **msg)
     const pp_gpu_layer *l = &w->layers[i];
     outs[i] = l->out;
     const bool last = i + 1 == w->n_layers;
-    layers[i] =
-        (pp_cuda_wide_layer){ last ? (const void *) l->w : l->w16, l->b, l->in, l->out, l->act };
+    const void *wi = last || e->dtype == PP_DTYPE_F32 ? (const void *) l->w : l->w16;
+    layers[i] = (pp_cuda_wide_layer){ wi, l->b, l->in, l->out, l->act };
   }
   const size_t smem = pp_cuda_mlp_wide_smem(e->dtype, e->layout.k, w->n_layers, outs);
   int device = 0, limit = 0;
@@ -48,7 +48,8 @@ pack_wide(pp_mlp_exec *e, char **msg)
   e->warp_fits = warp_smem > 0 && warp_smem <= (size_t) limit;
   err = cudaMalloc(&e->wide_blob, pp_cuda_wide_packed_bytes(e->dtype, layers, w->n_layers));
   if (err == cudaSuccess)
-    err = pp_cuda_wide_pack(e->setup, e->dtype, layers, w->n_layers, e->wide_blob, e->wide);
+    err =
+        pp_cuda_wide_pack(e->setup, e->dtype, e->tf32, layers, w->n_layers, e->wide_blob, e->wide);
   if (err == cudaSuccess)
     err = cudaStreamSynchronize(e->setup);
   if (err != cudaSuccess)
@@ -86,7 +87,7 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_preci
     const pp_gpu_layer *l = &w->layers[i];
     e->chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
   }
-  int rc = e->dtype == PP_DTYPE_F32 ? 0 : pack_wide(e, msg);
+  int rc = pack_wide(e, msg);
   if (rc == 0 && layout->kind != PP_LAYOUT_TENSOR) {
     e->h_koff = g_new(int32_t, layout->k);
     pp_cuda_k_offsets(layout, e->h_koff);
@@ -160,7 +161,8 @@ pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
 {
   const pp_gpu_weights *w = e->w;
   /* Only cuBLAS, the row-dot kernel and the wide and warp kernels read
-   * 16-bit activations; the wide and warp kernels read nothing else. */
+   * 16-bit activations; the warp kernel reads nothing else (it does not
+   * fit at float32). */
   if (e->dtype != PP_DTYPE_F32 && path != PP_PATH_CUBLAS && path != PP_PATH_ROWDOT &&
       path != PP_PATH_WIDE && path != PP_PATH_WARP)
     return false;

@@ -30,9 +30,9 @@ struct pp_mlp_exec {
   pp_fused_tile fused_tile;                 /* two layers */
   bool chain_fits;                          /* more: every hidden layer on chip (mlp_chain) */
   pp_cuda_chain_layer chain[PP_MAX_LAYERS]; /* its layers, made once */
-  void *wide_blob;                        /* at 16 bits, where the model fits: mlp_wide's weights */
-  pp_cuda_wide_layer wide[PP_MAX_LAYERS]; /* its layers, pointing into the blob */
-  bool warp_fits;                         /* mlp_warp reads the blob too: hidden layers ≤ 64 */
+  void *wide_blob;                          /* where the model fits: mlp_wide's weights */
+  pp_cuda_wide_layer wide[PP_MAX_LAYERS];   /* its layers, pointing into the blob */
+  bool warp_fits;                           /* mlp_warp reads the blob too: hidden layers ≤ 64 */
   const pp_lt_table *lt;
   void *lt_handle;
   /* made_gemm: every GEMM made for the plans asked of the executor, found

@@ -127,8 +127,8 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
   const pp_cuda_a x = frame_from(b, r);
   float *y = results_at(e, b, r);
   if (plan->whole == PP_PATH_WIDE) {
-    CUDA_CHECK(
-        pp_cuda_mlp_wide(stream, &x, r->n, e->layout.k, e->wide, e->w->n_layers, e->dtype, y));
+    CUDA_CHECK(pp_cuda_mlp_wide(stream, &x, r->n, e->layout.k, e->wide, e->w->n_layers, e->dtype,
+                                e->tf32, y));
     return 0;
   }
   if (plan->whole == PP_PATH_WARP) {

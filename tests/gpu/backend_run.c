@@ -264,8 +264,9 @@ check_outputs(run *r, const char *what)
     pp_cpu_gather(&r->layout, r->frames[i], x);
     test_reference_mlp(r->model, x, r->layout.n, ref, mag);
     const double err = test_scaled_error(r->outputs[i], ref, mag, count);
-    if (!(err <= PP_FP32_REL_TOL))
-      fail_msg("%s, frame %d: scaled error %.3e > %.0e", what, i, err, PP_FP32_REL_TOL);
+    const double tol = test_precision_tol(precision);
+    if (!(err <= tol))
+      fail_msg("%s, frame %d: scaled error %.3e > %.0e", what, i, err, tol);
   }
   g_free(x), g_free(ref), g_free(mag);
 }

@@ -144,7 +144,7 @@ static const shape narrow = { "bgr patches 45x31 p=6 108-64-relu-19-gelu-64-silu
  * output) in the wide kernel, and in the warp kernel where the hidden
  * layers are at most 64 wide, whole frames, in chunks and in place:
  * against float64 and the CPU backend at the same precision
- * (check_outputs). */
+ * (check_outputs); tf32 and fp32 in the wide kernel against float64. */
 static void
 test_precisions(void **state)
 {
@@ -173,6 +173,16 @@ test_precisions(void **state)
     run_all(&narrow, "warp", "frames=chunks:5 graphs=on", modes[0], true, 3);
     run_all(&narrow, "wide", "frames=whole graphs=on", modes[1], true, 2);
   }
+  /* The wide kernel in floats, TF32 and exact: whole frames, in place, in
+   * chunks, and on narrow's model, where the warp kernel does not run. */
+  static const pp_precision floats[] = { PP_PRECISION_TF32, PP_PRECISION_FP32 };
+  for (size_t p = 0; p < G_N_ELEMENTS(floats); p++) {
+    precision = floats[p];
+    run_all(&shapes[0], "wide", "frames=whole graphs=off", modes[0], false, 2);
+    run_all(&shapes[2], "wide", "frames=in-place graphs=on", modes[1], true, 1);
+    run_all(&shapes[4], "wide", "frames=chunks:2 graphs=on", modes[0], true, 3);
+    run_all(&narrow, "wide", "frames=whole graphs=on", modes[1], true, 2);
+  }
   precision = PP_PRECISION_FP32;
   /* Our own kernels read float32 only: the plan says so. */
   pp_frame_layout layout;
@@ -181,11 +191,10 @@ test_precisions(void **state)
   precision = PP_PRECISION_BF16;
   expect_configure_error(&layout, "kernels=own+rowdot", "layer 0 cannot run on own");
   precision = PP_PRECISION_FP32;
-  /* The wide kernel reads 16 bits only. */
+  /* The warp kernel reads 16 bits only. */
   pp_frame_layout rows;
   assert_int_equal(pp_layout_for_video(PP_PIXEL_GRAY8, 40, 30, 40, PP_MAPPING_ROWS, 0, &rows, &msg),
                    0);
-  expect_configure_error(&rows, "kernels=wide", "kernels=wide does not fit this model");
   expect_configure_error(&rows, "kernels=warp", "kernels=warp does not fit this model");
 }
 

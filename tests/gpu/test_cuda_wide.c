@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The wide kernel (an MLP at bf16 or fp16 in one launch, mlp_wide.cu) and,
- * where the hidden layers are at most 64 wide, the warp kernel that reads
- * the same packed weights (mlp_warp.cu), their weights uploaded
- * (weights.c) and packed (pp_cuda_wide_pack) as the executor does, at odd
- * widths, 2 to 8 layers, every activation, with and without bias, floats,
- * bytes in rows and in patches, against two float64 references:
+/* The wide kernel (an MLP in one launch at bf16, fp16, tf32 or exact fp32,
+ * mlp_wide.cu) and, where the hidden layers are at most 64 wide, the warp
+ * kernel that reads the same packed weights (mlp_warp.cu, 16 bits), their
+ * weights uploaded (weights.c) and packed (pp_cuda_wide_pack) as the
+ * executor does, at odd widths, 2 to 8 layers, every activation, with and
+ * without bias, floats, bytes in rows and in patches, against two float64
+ * references:
  *
  * - the model itself: within the precision's scaled bound (testutil.h);
- * - the model rounded where the kernel rounds (X, weights, biases, each
- *   hidden layer's activations, in double between): only the order of the
- *   FP32 sums differs, so the kernel stays within PP_SAME_PRECISION_RATIO
- *   of that reference's own distance from the first. A kernel that skipped
- *   a rounding, or read a weight from the wrong place, is about the whole
- *   distance off or more.
+ * - the model rounded where the kernel rounds (at 16 bits X, weights,
+ *   biases, each hidden layer's activations; at tf32 X, the hidden
+ *   layers' weights and every activation; in double between): only the order of the FP32 sums differs, so the
+ *   kernel stays within PP_SAME_PRECISION_RATIO of that reference's own
+ *   distance from the first. A kernel that skipped a rounding, or read a
+ *   weight from the wrong place, is about the whole distance off or more.
+ *   (Exact fp32 rounds nowhere: the first reference is its own.)
  *
  * And the warp kernel against the wide kernel: their hidden layers are the
  * same sums rounded alike, so only the last layer's FP32 sums differ in
@@ -36,38 +38,74 @@ static const pp_act ID = { PP_ACT_IDENTITY, 0 }, R = { PP_ACT_RELU, 0 }, G = { P
                     S = { PP_ACT_SILU, 0 }, T = { PP_ACT_TANH, 0 }, L = { PP_ACT_LEAKY_RELU, 0.1f },
                     Sg = { PP_ACT_SIGMOID, 0 }, Gt = { PP_ACT_GELU_TANH, 0 };
 
-/* The model at `t` as the kernel computes it, in double between the
- * roundings: each hidden layer's sum with its bias rounded, then the
- * activation of that, rounded. */
-static void
-reference_rounded(const pp_model *m, const float *x, uint32_t n, pp_dtype t, double *out)
+/* v rounded to TF32 as cvt.rna.tf32.f32 rounds it: to 10 bits of
+ * mantissa, to nearest, ties away from zero. */
+static float
+tf32_round(float v)
 {
+  if (!isfinite(v))
+    return v;
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  u = (u + 0x1000u) & ~0x1fffu;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+/* v as the kernel at precision p stores it for the next layer. */
+static float
+product_input(pp_precision p, float v)
+{
+  switch (p) {
+    case PP_PRECISION_TF32:
+      return tf32_round(v);
+    case PP_PRECISION_FP32:
+      return v;
+    default:
+      return pp_dtype_round(pp_precision_dtype(p), v);
+  }
+}
+
+/* The model at `p` as the kernel computes it, in double between the
+ * roundings. At 16 bits every weight and bias is rounded, and each hidden
+ * layer's sum with its bias, then the activation of that; at tf32 X, the
+ * hidden layers' weights and each activation (the last layer's weights
+ * and every bias are floats); at fp32 nothing. */
+static void
+reference_rounded(const pp_model *m, const float *x, uint32_t n, pp_precision p, double *out)
+{
+  const bool floats = pp_precision_dtype(p) == PP_DTYPE_F32;
+  const pp_dtype t = pp_precision_dtype(p);
   uint32_t widest = m->layers[0].in;
   float *w[PP_MAX_LAYERS], *b[PP_MAX_LAYERS];
   for (unsigned i = 0; i < m->n_layers; i++) {
     const pp_layer *l = &m->layers[i];
+    const bool last = i + 1 == m->n_layers;
     widest = MAX(widest, l->out);
     w[i] = g_new(float, (size_t) l->out * l->in);
     b[i] = g_new0(float, l->out);
     for (size_t j = 0; j < (size_t) l->out * l->in; j++)
-      w[i][j] = pp_dtype_round(t, l->w[j]);
+      w[i][j] = floats && last ? l->w[j] : product_input(p, l->w[j]);
     for (uint32_t o = 0; l->b && o < l->out; o++)
-      b[i][o] = pp_dtype_round(t, l->b[o]);
+      b[i][o] = floats ? l->b[o] : pp_dtype_round(t, l->b[o]);
   }
   double *a = g_new(double, widest), *h = g_new(double, widest);
   for (uint32_t r = 0; r < n; r++) {
     for (uint32_t j = 0; j < m->layers[0].in; j++)
-      a[j] = pp_dtype_round(t, x[(size_t) r * m->layers[0].in + j]);
+      a[j] = x[(size_t) r * m->layers[0].in + j];
     for (unsigned li = 0; li < m->n_layers; li++) {
       const pp_layer *l = &m->layers[li];
       const bool last = li + 1 == m->n_layers;
+      for (uint32_t j = 0; j < l->in; j++)
+        a[j] = product_input(p, (float) a[j]);
       for (uint32_t o = 0; o < l->out; o++) {
         const float *wo = w[li] + (size_t) o * l->in;
         double s = b[li][o];
         for (uint32_t j = 0; j < l->in; j++)
           s += (double) wo[j] * a[j];
-        h[o] = last ? pp_act_apply(l->act, (float) s)
-                    : pp_dtype_round(t, pp_act_apply(l->act, pp_dtype_round(t, (float) s)));
+        h[o] = last     ? pp_act_apply(l->act, (float) s)
+               : floats ? pp_act_apply(l->act, (float) s)
+                        : pp_dtype_round(t, pp_act_apply(l->act, pp_dtype_round(t, (float) s)));
       }
       memcpy(a, h, l->out * sizeof(double));
     }
@@ -91,8 +129,10 @@ smem_limit(void)
  * at `t` on the device's X `a`, its weights uploaded and packed as the
  * executor does. */
 static float *
-packed_result(const pp_model *m, pp_dtype t, const pp_cuda_a *a, uint32_t n, uint32_t k, bool warp)
+packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n, uint32_t k,
+              bool warp)
 {
+  const pp_dtype t = pp_precision_dtype(p);
   const unsigned n_layers = m->n_layers;
   pp_gpu_weights gw = { 0 };
   char *msg = NULL;
@@ -101,14 +141,17 @@ packed_result(const pp_model *m, pp_dtype t, const pp_cuda_a *a, uint32_t n, uin
   pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
   for (unsigned i = 0; i < n_layers; i++) {
     const pp_gpu_layer *l = &gw.layers[i];
-    layers[i] = (pp_cuda_wide_layer){ i + 1 == n_layers ? (const void *) l->w : l->w16, l->b, l->in,
-                                      l->out, l->act };
+    const bool w_floats = i + 1 == n_layers || t == PP_DTYPE_F32;
+    layers[i] = (pp_cuda_wide_layer){ w_floats ? (const void *) l->w : l->w16, l->b, l->in, l->out,
+                                      l->act };
   }
   void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, layers, n_layers));
-  CHECK_CUDA(pp_cuda_wide_pack(kc_stream, t, layers, n_layers, blob, packed));
+  CHECK_CUDA(
+      pp_cuda_wide_pack(kc_stream, t, p == PP_PRECISION_TF32, layers, n_layers, blob, packed));
   float *d_y = device_poisoned(n);
   CHECK_CUDA(warp ? pp_cuda_mlp_warp(kc_stream, a, n, k, packed, n_layers, t, d_y)
-                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, n_layers, t, d_y));
+                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, n_layers, t,
+                                     p == PP_PRECISION_TF32, d_y));
   float *y = host_result(d_y, n);
   cudaFree(d_y);
   cudaFree(blob);
@@ -127,26 +170,29 @@ check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   pp_model *m = random_layers(rng, k, n_layers, outs, acts, bias);
   double *ref = g_new(double, n), *mag = g_new(double, n), *rounded = g_new(double, n);
   test_reference_mlp(m, in.x, n, ref, mag);
-  for (pp_dtype t = PP_DTYPE_BF16; t <= PP_DTYPE_F16; t++) {
+  static const pp_precision precisions[] = { PP_PRECISION_BF16, PP_PRECISION_FP16,
+                                             PP_PRECISION_TF32, PP_PRECISION_FP32 };
+  for (size_t pi = 0; pi < G_N_ELEMENTS(precisions); pi++) {
+    const pp_precision p = precisions[pi];
+    const pp_dtype t = pp_precision_dtype(p);
     const size_t smem = pp_cuda_mlp_wide_smem(t, k, n_layers, outs);
     assert_true(smem > 0 && smem <= (size_t) smem_limit());
     const size_t warp_smem = pp_cuda_mlp_warp_smem(t, k, n_layers, outs);
-    bool narrow = true;
+    bool narrow = t != PP_DTYPE_F32;
     for (unsigned i = 0; i + 1 < n_layers; i++)
       narrow = narrow && outs[i] <= PP_WARP_MAX_D;
     assert_int_equal(warp_smem > 0, narrow);
-    reference_rounded(m, in.x, n, t, rounded);
+    reference_rounded(m, in.x, n, p, rounded);
     float *rounded_f = g_new(float, n);
     for (uint32_t i = 0; i < n; i++)
       rounded_f[i] = (float) rounded[i];
-    const pp_precision p = t == PP_DTYPE_BF16 ? PP_PRECISION_BF16 : PP_PRECISION_FP16;
     const double own = test_scaled_error(rounded_f, ref, mag, n);
     float *wide = NULL;
     for (int warp = 0; warp < (warp_smem > 0 ? 2 : 1); warp++) {
-      float *y = packed_result(m, t, &in.a, n, k, warp);
+      float *y = packed_result(m, p, &in.a, n, k, warp);
       g_autofree char *what =
           g_strdup_printf("%s %s %u×%u, %u layers%s, %s", warp ? "warp" : "wide", name, n, k,
-                          n_layers, bias ? "" : ", no bias", pp_dtype_name(t));
+                          n_layers, bias ? "" : ", no bias", pp_precision_name(p));
       expect_close(what, y, ref, mag, n, true, test_precision_tol(p));
       g_autofree char *alike = g_strdup_printf("%s, against its rounding", what);
       expect_close(alike, y, rounded, mag, n, true, PP_SAME_PRECISION_RATIO * own + 1e-7);
@@ -213,8 +259,8 @@ test_wide_mlp(void **state)
   check_wide(&rng, "bgra rows, eight narrow layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8,
              eight_narrow, eight_acts, true);
   /* What does not fit either kernel: past its widest hidden layer (513
-   * wide, 65 for the warp kernel), two outputs, one layer, float32, nine
-   * layers, a K whose rows leave no room. */
+   * wide, 65 for the warp kernel), two outputs, one layer, nine layers, a
+   * K whose rows leave no room; float32 for the warp kernel. */
   const uint32_t too_wide[] = { 513, 1 }, sixty_five[] = { 64, 65, 1 }, two_out[] = { 8, 2 },
                  nine[] = { 8, 8, 8, 8, 8, 8, 8, 8, 1 };
   const struct {
@@ -228,10 +274,10 @@ test_wide_mlp(void **state)
                      0);
     assert_int_equal(kernels[i].smem(PP_DTYPE_BF16, 192, 2, two_out), 0);
     assert_int_equal(kernels[i].smem(PP_DTYPE_BF16, 192, 1, two_out + 1), 0);
-    assert_int_equal(kernels[i].smem(PP_DTYPE_F32, 192, 5, narrow), 0);
     assert_int_equal(kernels[i].smem(PP_DTYPE_F16, 192, 9, nine), 0);
     assert_true(kernels[i].smem(PP_DTYPE_BF16, 4096, 2, two_narrow) > (size_t) smem_limit());
   }
+  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_F32, 192, 5, narrow), 0);
   if (quick)
     return;
   check_wide(&rng, "deep hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 4, deep, deep_acts,
@@ -268,8 +314,9 @@ test_wide_gelu_every_value(void **state)
     CHECK_CUDA(pp_cuda_cast(kc_stream, d_x, N, t, false, d_h));
     CHECK_CUDA(pp_cuda_bias_act(kc_stream, d_h, t, N, 1, 1, NULL, G));
     float *want = host_halves(d_h, N, t);
+    const pp_precision p = t == PP_DTYPE_BF16 ? PP_PRECISION_BF16 : PP_PRECISION_FP16;
     for (int warp = 0; warp < 2; warp++) {
-      float *y = packed_result(m, t, &a, N, 1, warp);
+      float *y = packed_result(m, p, &a, N, 1, warp);
       for (uint32_t i = 0; i < N; i++)
         if (!(isnan(want[i]) && isnan(y[i])) && y[i] != want[i])
           fail_msg("%s kernel, %s GELU(%.9g) (0x%04x): %.9g, the per-layer path %.9g",
@@ -282,6 +329,13 @@ test_wide_gelu_every_value(void **state)
   g_free(x);
   cudaFree(d_h);
   pp_model_free(m);
+}
+
+static cudaError_t
+wide_tf32(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+          const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, float *y)
+{
+  return pp_cuda_mlp_wide(stream, x, m, k, packed, n_layers, type, true, y);
 }
 
 /* Shapes the launchers refuse, and a packer given no stream. */
@@ -299,20 +353,20 @@ test_wide_checks_shapes(void **state)
   unchained[2].in = 7;
   typedef cudaError_t (*one_kernel)(cudaStream_t, const pp_cuda_a *, uint32_t, uint32_t,
                                     const pp_cuda_wide_layer *, unsigned, pp_dtype, float *);
-  static const one_kernel kernels[] = { pp_cuda_mlp_wide, pp_cuda_mlp_warp };
-  for (size_t i = 0; i < G_N_ELEMENTS(kernels); i++) {
-    assert_int_equal(kernels[i](NULL, &a, 4, 4, net, 3, PP_DTYPE_BF16, y), cudaErrorInvalidValue);
-    assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 1, PP_DTYPE_BF16, y),
-                     cudaErrorInvalidValue);
-    assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 3, PP_DTYPE_F32, y),
-                     cudaErrorInvalidValue);
-    assert_int_equal(kernels[i](kc_stream, &a, 4, 5, net, 3, PP_DTYPE_BF16, y),
-                     cudaErrorInvalidValue);
-    assert_int_equal(kernels[i](kc_stream, &a, 4, 4, unchained, 3, PP_DTYPE_BF16, y),
-                     cudaErrorInvalidValue);
-  }
+  static const one_kernel kernels[] = { wide_tf32, pp_cuda_mlp_warp };
+  for (size_t i = 0; i < G_N_ELEMENTS(kernels); i++)
+    for (pp_dtype t = PP_DTYPE_F32; t <= PP_DTYPE_F16; t++) {
+      if (t == PP_DTYPE_F32 && kernels[i] == pp_cuda_mlp_warp) {
+        assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 3, t, y), cudaErrorInvalidValue);
+        continue;
+      }
+      assert_int_equal(kernels[i](NULL, &a, 4, 4, net, 3, t, y), cudaErrorInvalidValue);
+      assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 1, t, y), cudaErrorInvalidValue);
+      assert_int_equal(kernels[i](kc_stream, &a, 4, 5, net, 3, t, y), cudaErrorInvalidValue);
+      assert_int_equal(kernels[i](kc_stream, &a, 4, 4, unchained, 3, t, y), cudaErrorInvalidValue);
+    }
   pp_cuda_wide_layer packed[3];
-  assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, net, 3, dummy, packed),
+  assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, false, net, 3, dummy, packed),
                    cudaErrorInvalidValue);
   cudaFree(dummy);
   cudaFree(y);
