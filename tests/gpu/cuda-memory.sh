@@ -81,9 +81,10 @@ if [ -n "$clip" ] && gst-inspect-1.0 nvh264dec > /dev/null 2>&1; then
   # hint loads cuBLASLt in its configure; the next loads it at NULL→READY
   # (its configure then loads nothing) and takes the engine configured at
   # start, with the same scores. (A cold start's planner loads it while it
-  # times, which its plan ms holds.)
+  # times, which its plan ms holds.) deep's layers with two outputs: with
+  # one, the wide kernel runs the whole MLP and nothing loads cuBLASLt.
   deep="cudamlp backend=cuda precision=fp32 mapping=patches patch-size=8"
-  deep+=' layers="linear(192,512),gelu,linear(512,256),gelu,linear(256,64),silu,linear(64,1)"'
+  deep+=' layers="linear(192,512),gelu,linear(512,256),gelu,linear(256,64),silu,linear(64,2)"'
   # A cache of their own: another test's start with these settings may
   # have left a hint.
   XDG_CACHE_HOME=$out/cache run nvdec-deep-cold filesrc location="$clip" ! qtdemux ! h264parse \
