@@ -73,7 +73,8 @@ extern "C" cudaError_t
 pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                   unsigned n_layers, void *blob, pp_cuda_wide_layer *packed)
 {
-  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE)
+  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE ||
+      type >= PP_N_DTYPES)
     return cudaErrorInvalidValue;
   const size_t elem = pp_dtype_size(type);
   size_t at = 0; /* bytes */

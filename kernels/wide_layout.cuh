@@ -17,13 +17,14 @@ constexpr int BN = 128, TILE_ROW_BYTES = 128;
 /* A block's geometry for elements of ELEM bytes: 2 (bf16, f16) or 4
  * (floats, multiplied as TF32 or as exact FP32 in TF32 pieces). A weight
  * tile is BN rows of BK inputs, one 128-byte row of eight 16-byte chunks
- * (the swizzle's span), 16 KB whatever the type. Each warp owns a 32 × 32 tile of
- * the block's BM × BN. Measured on deep's shape at 16 bits
+ * (the swizzle's span), 16 KB whatever the type. Each warp owns a 32 × 32
+ * tile of the block's BM × BN. Measured on deep's shape at 16 bits
  * (docs/PERFORMANCE.md): sixteen warps of 32 × 32 took 131 µs; eight of
  * 64 × 32 (fewer fragment loads a product, more registers) 164; 64-row
  * blocks, two an SM, 136. Floats take twice the room a row: deep's
  * activations fill 192 KB of an SM's 227 at 64 rows a block, so 32-bit
- * blocks are 64 rows and eight warps. */
+ * blocks are 64 rows and eight warps (sixteen of 32 × 16 or 16 × 32 were
+ * slower). */
 template <int ELEM> struct Geometry {
   static constexpr int CHUNK = 16 / ELEM; /* elements in 16 bytes */
   static constexpr int BK = TILE_ROW_BYTES / ELEM, BM = ELEM == 2 ? 128 : 64;

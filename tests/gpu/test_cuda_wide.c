@@ -338,7 +338,7 @@ wide_tf32(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
   return pp_cuda_mlp_wide(stream, x, m, k, packed, n_layers, type, true, y);
 }
 
-/* Shapes the launchers refuse, and a packer given no stream. */
+/* Shapes the launchers refuse, and a packer given no stream or no type. */
 static void
 test_wide_checks_shapes(void **state)
 {
@@ -367,6 +367,8 @@ test_wide_checks_shapes(void **state)
     }
   pp_cuda_wide_layer packed[3];
   assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, false, net, 3, dummy, packed),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_wide_pack(kc_stream, PP_N_DTYPES, false, net, 3, dummy, packed),
                    cudaErrorInvalidValue);
   cudaFree(dummy);
   cudaFree(y);
