@@ -49,7 +49,7 @@ mma_tf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
  * hi = v rounded to nearest TF32 (ties away from zero: half of its last
  * place added, the bits below cleared); lo = v - hi, exact in FP32, which
  * the tensor cores truncate to TF32 as they read it (an operand's low 13
- * bits are not read). Its error, below 2^-21 of v, is the size of the
+ * bits are not read). Its error, below 2^-21 of v, is at most twice the
  * lo·lo term left out. A NaN whose payload carries past the sign bit
  * rounds hi to zero, and lo keeps it. For kernels that split every
  * fragment they read (mlp_wide.cu). */
