@@ -76,6 +76,23 @@ pp_round_f16(float v)
   return copysignf(rintf(a / step) * step, v);
 }
 
+/* v rounded to the nearest TF32 (10 stored significand bits, float32's
+ * range), ties away from zero, as cvt.rna.tf32.f32 rounds it: half of the
+ * last place added to the bits carries into the exponent when it must
+ * (past the largest TF32, infinity); NaN stays NaN. TF32 is a way to
+ * multiply, not a storage type, so it is no pp_dtype. */
+static inline float
+pp_round_tf32(float v)
+{
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return v;
+  u = (u + 0x1000u) & ~0x1fffu;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
 static inline float
 pp_dtype_round(pp_dtype t, float v)
 {

@@ -26,6 +26,17 @@ to_tf32(float v)
   return u;
 }
 
+/* v rounded to the nearest TF32, ties away from zero, in two integer
+ * operations (pp_round_tf32 without its NaN check): half of the last
+ * place added to the bits carries into the exponent when it must. For a
+ * finite v, cvt.rna.tf32.f32's value, which sm_90 computes in several
+ * instructions. */
+__device__ __forceinline__ uint32_t
+nearest_tf32_bits(float v)
+{
+  return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+}
+
 /* v as hi (+ lo): two TF32 pieces whose sum is v to within FP32's rounding. */
 template <int PASSES>
 __device__ __forceinline__ void
@@ -56,7 +67,7 @@ mma_tf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 __device__ __forceinline__ void
 tf32_pieces(uint32_t v, uint32_t &hi, uint32_t &lo)
 {
-  hi = (v + 0x1000u) & ~0x1fffu;
+  hi = nearest_tf32_bits(__uint_as_float(v));
   lo = __float_as_uint(__uint_as_float(v) - __uint_as_float(hi));
 }
 

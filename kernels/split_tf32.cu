@@ -29,17 +29,17 @@
 #include <algorithm>
 
 #include "gemm_mainloop.cuh"
+#include "mma_tf32.cuh"
 
 namespace
 {
 
 /* v rounded to the nearest TF32 (10 stored significand bits), halves away
- * from zero: adding half of the dropped part to the bits carries into the
- * exponent when it must. */
+ * from zero. */
 __device__ float
 nearest_tf32(float v)
 {
-  return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
+  return __uint_as_float(pp::nearest_tf32_bits(v));
 }
 
 __host__ __device__ inline unsigned

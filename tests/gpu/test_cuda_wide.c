@@ -38,27 +38,13 @@ static const pp_act ID = { PP_ACT_IDENTITY, 0 }, R = { PP_ACT_RELU, 0 }, G = { P
                     S = { PP_ACT_SILU, 0 }, T = { PP_ACT_TANH, 0 }, L = { PP_ACT_LEAKY_RELU, 0.1f },
                     Sg = { PP_ACT_SIGMOID, 0 }, Gt = { PP_ACT_GELU_TANH, 0 };
 
-/* v rounded to TF32 as cvt.rna.tf32.f32 rounds it: to 10 bits of
- * mantissa, to nearest, ties away from zero. */
-static float
-tf32_round(float v)
-{
-  if (!isfinite(v))
-    return v;
-  uint32_t u;
-  memcpy(&u, &v, sizeof u);
-  u = (u + 0x1000u) & ~0x1fffu;
-  memcpy(&v, &u, sizeof v);
-  return v;
-}
-
 /* v as the kernel at precision p stores it for the next layer. */
 static float
 product_input(pp_precision p, float v)
 {
   switch (p) {
     case PP_PRECISION_TF32:
-      return tf32_round(v);
+      return pp_round_tf32(v);
     case PP_PRECISION_FP32:
       return v;
     default:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The 16-bit precisions on the CPU: pp_dtype_round against values worked
- * out by hand (ties, overflow, subnormals), and the CPU backend at every
+/* The 16-bit precisions on the CPU: pp_dtype_round (and pp_round_tf32)
+ * against values worked out by hand (ties, overflow, subnormals), and the CPU backend at every
  * precision against the float64 reference, within each precision's bound
  * and no closer than its rounding allows (so a backend that forgot to
  * round would fail). */
@@ -58,6 +58,30 @@ test_round_values(void **state)
   expect_round(h, 0x1p-14f + 0x1p-25f, 0x1p-14f); /* smallest normal, tie */
   expect_round(h, -5e-9f, -0.0f);
   expect_round(h, NAN, NAN);
+  /* TF32: 11 significant bits, ties away from zero (cvt.rna). */
+  static const struct {
+    float v, expected;
+  } tf32[] = {
+    { 1.0f + 0x1p-11f, 1.0f + 0x1p-10f },       /* tie: away from zero */
+    { -(1.0f + 0x1p-11f), -(1.0f + 0x1p-10f) }, /* and for negatives */
+    { 1.0f + 0x1p-12f, 1.0f },                  /* below the tie */
+    { 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-9f },    /* tie, upwards again */
+    { 0.1f, 0.0999755859375f },                 /* 1638 · 2⁻¹⁴ */
+    { 0x1.ffcp127f, 0x1.ffcp127f },             /* TF32's largest */
+    { 0x1.ffep127f, INFINITY },                 /* the tie above it */
+    { 3.4e38f, 0x1.ff8p127f },                  /* below it, to nearest */
+    { 0x1p-136f + 0x1p-140f, 0x1p-136f },       /* subnormal: steps of 2⁻¹³⁶ */
+    { 0x1p-137f, 0x1p-136f },                   /* a subnormal tie */
+    { -0.0f, -0.0f },
+    { INFINITY, INFINITY },
+    { NAN, NAN },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(tf32); i++) {
+    const float got = pp_round_tf32(tf32[i].v);
+    if (!(got == tf32[i].expected || (isnan(got) && isnan(tf32[i].expected))) ||
+        signbit(got) != signbit(tf32[i].expected))
+      fail_msg("tf32(%.10g) = %.10g, expected %.10g", tf32[i].v, got, tf32[i].expected);
+  }
 }
 
 /* pp_dtype_from_bits against values worked out by hand, and on all 65,536
