@@ -58,6 +58,21 @@ pp_cuda_pad4(uint32_t n)
   return (n + 3u) & ~3u;
 }
 
+/* Whether layers of these widths make an MLP a one-kernel path takes:
+ * min_layers to max_layers layers, every hidden one 1 to max_d wide, and
+ * one output (the chain, wide and warp kernels each with their bounds). */
+static inline bool
+pp_cuda_one_output_fits(unsigned n_layers, const uint32_t *outs, unsigned min_layers,
+                        unsigned max_layers, uint32_t max_d)
+{
+  if (n_layers < min_layers || n_layers > max_layers || outs[n_layers - 1] != 1)
+    return false;
+  for (unsigned i = 0; i + 1 < n_layers; i++)
+    if (outs[i] == 0 || outs[i] > max_d)
+      return false;
+  return true;
+}
+
 /* ---- GEMM: C[m×n] = act(X[m×k] · W + bias), W given as Wt (k×ldw) ---- */
 
 typedef enum {

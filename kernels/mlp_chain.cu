@@ -257,12 +257,7 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Ch
 extern "C" bool
 pp_cuda_mlp_chain_fits(unsigned n_layers, const uint32_t *outs)
 {
-  if (n_layers < 3 || n_layers > PP_MAX_CHAIN || outs[n_layers - 1] != 1)
-    return false;
-  for (unsigned i = 0; i + 1 < n_layers; i++)
-    if (outs[i] == 0 || outs[i] > PP_CHAIN_MAX_D)
-      return false;
-  return true;
+  return pp_cuda_one_output_fits(n_layers, outs, 3, PP_MAX_CHAIN, PP_CHAIN_MAX_D);
 }
 
 /* Whether the arguments make a chain the kernel can run. */

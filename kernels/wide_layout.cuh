@@ -96,12 +96,7 @@ net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem)
 inline bool
 takes(uint32_t k, unsigned n_layers, const uint32_t *outs, uint32_t max_d)
 {
-  if (n_layers < 2 || n_layers > PP_MAX_WIDE || k == 0 || outs[n_layers - 1] != 1)
-    return false;
-  for (unsigned i = 0; i + 1 < n_layers; i++)
-    if (outs[i] == 0 || outs[i] > max_d)
-      return false;
-  return true;
+  return k > 0 && pp_cuda_one_output_fits(n_layers, outs, 2, PP_MAX_WIDE, max_d);
 }
 
 /* Whether a launch's arguments hold together: every pointer given, the
