@@ -43,11 +43,12 @@ namespace
 {
 
 /* The warp's tile of layer l's output, columns n0.. of `h`: act(acc + b)
- * rounded to T, zero past l.out (the next layer's padding); acc zeroed.
- * acc + b is rounded before the activation too, as the per-layer path
- * stores its GEMM's output before its activation kernel (and the CPU
- * backend rounds alike), so a model's scores do not depend on the path
- * the planner took. */
+ * rounded to T (floats: to TF32 where TF32, else kept), zero past l.out
+ * (the next layer's padding); acc zeroed. At 16 bits acc + b is rounded
+ * before the activation too, as the per-layer path stores its GEMM's
+ * output before its activation kernel (and the CPU backend rounds
+ * alike), so a model's scores do not depend on the path the planner
+ * took. */
 template <typename T, int A, bool TF32, typename G = GeometryOf<T>>
 __device__ __forceinline__ void
 store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h,
