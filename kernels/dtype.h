@@ -8,6 +8,7 @@
 #define PP_DTYPE_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -42,18 +43,29 @@ pp_dtype_name(pp_dtype t)
   }
 }
 
-/* v rounded to the nearest bfloat16, ties to even (NaN stays NaN). */
+/* v with its low `drop` bits rounded off, to nearest: ties to even, or
+ * away from zero. Adding half of the dropped part to the bits carries
+ * into the exponent when it must (past the largest value, infinity); NaN
+ * stays NaN. */
 static inline float
-pp_round_bf16(float v)
+pp_round_low_bits(float v, unsigned drop, bool ties_to_even)
 {
   uint32_t u;
   memcpy(&u, &v, sizeof u);
   if ((u & 0x7fffffffu) > 0x7f800000u)
     return v;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  u &= 0xffff0000u;
+  const uint32_t half = 1u << (drop - 1), lsb = (u >> drop) & 1u;
+  u += ties_to_even ? half - 1u + lsb : half;
+  u &= ~((1u << drop) - 1u);
   memcpy(&v, &u, sizeof v);
   return v;
+}
+
+/* v rounded to the nearest bfloat16, ties to even (NaN stays NaN). */
+static inline float
+pp_round_bf16(float v)
+{
+  return pp_round_low_bits(v, 16, true);
 }
 
 /* v rounded to the nearest float16, ties to even: past 65520 infinity,
@@ -77,20 +89,12 @@ pp_round_f16(float v)
 }
 
 /* v rounded to the nearest TF32 (10 stored significand bits, float32's
- * range), ties away from zero, as cvt.rna.tf32.f32 rounds it: half of the
- * last place added to the bits carries into the exponent when it must
- * (past the largest TF32, infinity); NaN stays NaN. TF32 is a way to
- * multiply, not a storage type, so it is no pp_dtype. */
+ * range), ties away from zero, as cvt.rna.tf32.f32 rounds it. TF32 is a
+ * way to multiply, not a storage type, so it is no pp_dtype. */
 static inline float
 pp_round_tf32(float v)
 {
-  uint32_t u;
-  memcpy(&u, &v, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return v;
-  u = (u + 0x1000u) & ~0x1fffu;
-  memcpy(&v, &u, sizeof v);
-  return v;
+  return pp_round_low_bits(v, 13, false);
 }
 
 static inline float
