@@ -87,7 +87,9 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $counts; do
   for t in $TAILS; do
     extra=(--arrivals "$out/arrivals" --contexts "$CONTEXTS")
-    rm -f "$out/messages"
+    # The last tail's files go first: its "ready" line, still there while
+    # the new receiver starts, would start the senders before it listens.
+    rm -f "$out/messages" "$out/receiver" "$out/receiver.err" "$out/footprint"
     if [[ $t == published* ]]; then
       # A broker for thousands of QoS 1 messages a second to one
       # subscriber: mosquitto's defaults send it 20 at a time and drop
