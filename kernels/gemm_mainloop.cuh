@@ -47,29 +47,33 @@ sample_origin(const pp_cuda_a &a, unsigned m)
   return (long long) row * a.row_step + (long long) col * a.col_step;
 }
 
-/* Inputs k..k+3 (up to k_end) of the YUV sample whose first pixel is
- * `origin`. Channels of a pixel are consecutive inputs, so four inputs touch
- * at most two pixels: each pixel's R,G,B is computed once. */
+/* Inputs k..k+3 (k < k_end; zero from k_end) of the YUV sample whose first
+ * pixel is `origin`. Channels of a pixel are consecutive inputs, so four
+ * inputs touch at most two pixels, the first input's and the last's: both
+ * are computed, each once, from table entries read together, so all of
+ * both pixels' samples are in flight at once (deciding per input whether
+ * its pixel is new waited for each entry, and each pixel's samples, in
+ * turn). */
 __device__ __forceinline__ float4
 load_yuv4(const pp_cuda_a &a, long long origin, unsigned k, unsigned k_end)
 {
-  float v[4] = { 0.f, 0.f, 0.f, 0.f };
   const uint8_t *frame = static_cast<const uint8_t *>(a.data);
-  uint32_t pixel = 0xffffffffu;
-  float r = 0.f, g = 0.f, b = 0.f;
+  const unsigned last = min(k + 3, k_end - 1);
+  int32_t e[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++)
+    e[j] = __ldg(a.k_offset + min(k + j, last));
+  float r0, g0, b0, r1, g1, b1;
+  const unsigned x = (unsigned) origin, y = (unsigned) (origin >> 32);
+  pp_yuv_rgb(a.yuv, frame, x + PP_YUV_DX(e[0]), y + PP_YUV_DY(e[0]), &r0, &g0, &b0);
+  pp_yuv_rgb(a.yuv, frame, x + PP_YUV_DX(e[3]), y + PP_YUV_DY(e[3]), &r1, &g1, &b1);
+  float v[4];
 #pragma unroll
   for (int j = 0; j < 4; j++) {
-    if (k + j < k_end) {
-      const int32_t e = __ldg(a.k_offset + k + j);
-      const uint32_t here = (uint32_t) e & 0x3fffffffu;
-      if (here != pixel) {
-        pixel = here;
-        pp_yuv_rgb(a.yuv, frame, (unsigned) origin + PP_YUV_DX(e),
-                   (unsigned) (origin >> 32) + PP_YUV_DY(e), &r, &g, &b);
-      }
-      const uint32_t c = PP_YUV_C(e);
-      v[j] = c == 0 ? r : c == 1 ? g : b;
-    }
+    const bool first = (((uint32_t) e[j] ^ (uint32_t) e[0]) & 0x3fffffffu) == 0;
+    const uint32_t c = PP_YUV_C(e[j]);
+    const float r = first ? r0 : r1, g = first ? g0 : g1, b = first ? b0 : b1;
+    v[j] = k + j < k_end ? (c == 0 ? r : c == 1 ? g : b) : 0.f;
   }
   return make_float4(v[0], v[1], v[2], v[3]);
 }
