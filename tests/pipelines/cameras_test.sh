@@ -89,9 +89,9 @@ listening() {
   "${receiver[@]}" cat /proc/net/udp /proc/net/udp6 2> /dev/null | grep -q "$(printf ':%04X ' "$1")"
 }
 receiver_up() { for _ in $(seq 300); do listening "$door" && listening "$yard" && return; sleep 0.1; done; }
-# door's pause is the second's sleep and its second sender's start, which
-# a busy host (CI's sanitizer run) stretches: the times around it bound
-# the frames it may count missing.
+# door's pause is the sleep between its two senders and the second's
+# start, which a busy host (CI's sanitizer run) stretches: the times
+# around it bound the frames the receiver may count missing.
 (receiver_up; send "$yard" 90 0.05 & send "$door" 45 0 1000; date +%s.%N > "$work/door-paused"
   sleep 1; send "$door" 45 0 1000; date +%s.%N > "$work/door-done"; wait) \
   > "$work/senders.log" 2>&1 & pids+=($!)
