@@ -85,6 +85,14 @@ struct pp_engine {
   pp_trace *trace;
 };
 
+/* Slot `index` free again for the producer. Lock held. */
+static inline void
+free_slot_locked(pp_engine *e, unsigned index)
+{
+  e->slots[index].busy = false;
+  g_cond_signal(&e->slot_freed);
+}
+
 /* Hands ticket t's frame to the backend and records the outcome: called
  * without the lock, by the producer or, for a deferred frame, by the
  * consumer. A frame the backend refuses is taken back out as if never
