@@ -3,7 +3,7 @@
  * keep a model's activations on chip (mlp_wide.cu, mlp_warp.cu): read
  * once through pp_cuda_a, converted in the load and rounded to a 16-bit
  * type as pp_cuda_convert rounds it (floats kept as they are, or rounded
- * to TF32 for TF32 products), stored in swizzled rows (swz). */
+ * to TF32 for TF32 products), stored in swizzled rows (place). */
 #ifndef PP_FRAME_ROWS_CUH
 #define PP_FRAME_ROWS_CUH
 
@@ -61,7 +61,7 @@ put4(T *p, float4 v, bool keep)
  * are in flight at once. (Loaded as uchar4, each load's bytes were
  * unpacked as it came, which waited for it before the next was sent.) The
  * values are load_x4's. */
-template <int ROWS, int THREADS, bool TF32, typename T>
+template <int ROWS, int THREADS, bool TF32, bool PANELS, typename T>
 __device__ __forceinline__ void
 load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
 {
@@ -85,21 +85,22 @@ load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, ui
       const unsigned r = r0 + j * per_pass;
       if (r >= ROWS)
         break;
-      put4<TF32>(h + r * ld + swz<T>(r, col), pp::word_values(x, word[j]), in >> j & 1u);
+      put4<TF32>(h + place<T, PANELS, ROWS>(r, col, ld), pp::word_values(x, word[j]), in >> j & 1u);
     }
   }
 }
 
-/* The frame's ROWS rows from m0 into h (stride ld, a multiple of 64) as T
- * (floats rounded to TF32 where TF32), zero past k up to ld and for rows
- * past m, by THREADS threads. Loads go out in batches, each thread's all
+/* The frame's ROWS rows from m0 into h (rows ld wide, a multiple of 64,
+ * in panels or one after another: place) as T (floats rounded to TF32
+ * where TF32), zero past k up to ld and for rows past m, by THREADS
+ * threads. Loads go out in batches, each thread's all
  * in flight before any is stored. */
-template <int ROWS, int THREADS, bool TF32 = false, typename T>
+template <int ROWS, int THREADS, bool TF32 = false, bool PANELS = false, typename T>
 __device__ __forceinline__ void
 load_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)
 {
   if (x.kind == PP_A_U8_VEC4 && ld / 4 <= THREADS)
-    return load_byte_rows<ROWS, THREADS, TF32>(x, m, k, m0, h, ld);
+    return load_byte_rows<ROWS, THREADS, TF32, PANELS>(x, m, k, m0, h, ld);
   const bool f32_vec = pp::f32_vectors(x);
   const unsigned groups = ld / 4, total = ROWS * groups;
   constexpr int BATCH = 8;
@@ -117,7 +118,7 @@ load_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_
       const unsigned i = i0 + j * THREADS + threadIdx.x, r = i / groups;
       if (i >= total)
         break;
-      put4<TF32>(h + r * ld + swz<T>(r, (i % groups) * 4), v[j], true);
+      put4<TF32>(h + place<T, PANELS, ROWS>(r, (i % groups) * 4, ld), v[j], true);
     }
   }
 }

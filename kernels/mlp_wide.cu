@@ -7,8 +7,8 @@
  * memory. Each hidden layer is a GEMM of those activations and the
  * layer's weights, which stream from the packed blob through shared
  * memory in BN × BK tiles, the next one or two in flight (cp.async) while
- * this one is multiplied on the tensor cores (mma.sync, FP32 sums:
- * wide_tiles.cuh). The tiles run on across column tiles and layers
+ * this one is multiplied on the tensor cores (mma.sync, or wgmma for
+ * TF32 on sm_90a; FP32 sums: wide_tiles.cuh). The tiles run on across column tiles and layers
  * without a pause, weights not depending on activations, and lie in the
  * blob in the order they are used, so a tile's address is its number. The
  * bias and activation are added in FP32 and the result rounded to the
@@ -24,9 +24,12 @@
  * 2 × 4 fragments a k-step from ldmatrix, four k-steps a weight tile; at
  * 16 bits sixteen warps over 128 rows, because one block fills an SM's
  * shared memory and its warps alone hide each other's latencies; floats,
- * twice the bytes a row, eight warps over 64 rows. Shared rows are
- * unpadded and swizzled (swz), which leaves deep's 192-512-256-64 room for
- * two 16 KB weight tiles beside its activations; smaller models get three.
+ * twice the bytes a row, eight warps over 64 rows, or in TF32 on sm_90a
+ * two warpgroups, each all 64 rows by 64 of the tile's columns
+ * (wgmma_tf32.cuh). The activations lie in 128-byte panels, unpadded and
+ * swizzled as the weight tiles are (place), which wgmma reads as they lie
+ * and which leaves deep's 192-512-256-64 room for two 16 KB weight tiles
+ * beside its activations; smaller models get three.
  *
  * C's fragment (PTX ISA), g = lane / 4, t = lane % 4: c0 (g, 2t), c1 (g,
  * 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
@@ -49,10 +52,10 @@ namespace
  * output before its activation kernel (and the CPU backend rounds
  * alike), so a model's scores do not depend on the path the planner
  * took. */
-template <typename T, int A, bool TF32, typename G = GeometryOf<T>>
+template <typename T, int A, bool TF32, typename G>
 __device__ __forceinline__ void
-store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h,
-              uint32_t ld, int wr, int wc, int lane)
+store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h, int wr,
+              int wc, int lane)
 {
   /* A known kind folds pp_act_apply's switch away. */
   const pp_act act = A == pp::ACT_ANY ? l.act : pp_act{ (pp_act_kind) A, l.act.slope };
@@ -73,7 +76,7 @@ store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsign
           const unsigned row = wr * G::WM + mt * 16 + g + 8 * half;
           const float v0 = in0 ? pp::hidden_act<T, A>(act, c[0] + b0) : 0.f;
           const float v1 = in1 ? pp::hidden_act<T, A>(act, c[1] + b1) : 0.f;
-          put2<TF32>(h + row * ld + swz<T>(row, col), v0, v1);
+          put2<TF32>(h + place<T, true, G::BM>(row, col, 0), v0, v1);
           c[0] = c[1] = 0.f;
         }
     }
@@ -87,53 +90,70 @@ store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsign
     store(std::false_type{});
 }
 
-template <typename T, int PASSES, int STAGES, typename G = GeometryOf<T>>
+template <typename T, int PASSES, int STAGES, int BLOCKS>
 __global__ void
-__launch_bounds__(G::THREADS, 1)
+__launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
     mlp_wide(const pp_cuda_a x, unsigned m, unsigned k, const Net net, float *__restrict__ y)
 {
+  /* TF32 on warpgroups where the target has wgmma (its panels want 1,024
+   * bytes' alignment), else warps. */
+  constexpr bool WARPGROUPS = PP_WGMMA_TF32 && sizeof(T) == 4 && PASSES == 1;
+  using G = GeometryOf<T, WARPGROUPS>;
   constexpr int BM = G::BM, BK = G::BK;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];
   /* Buffer i % 2 and its stride, chosen without indexing (no local memory). */
   T *const base = reinterpret_cast<T *>(smem);
   auto buf = [&](unsigned i) { return i % 2 ? base + BM * net.ld[0] : base; };
   auto ld = [&](unsigned i) { return i % 2 ? net.ld[1] : net.ld[0]; };
   T *const stages = base + BM * (net.ld[0] + net.ld[1]);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wr = warp / (BN / G::WN), wc = warp % (BN / G::WN);
+  const int wr = WARPGROUPS ? warp % 4 : warp / (BN / G::WN);
+  const int wc = WARPGROUPS ? warp / 4 : warp % (BN / G::WN);
   const unsigned m0 = blockIdx.x * BM;
 
   const T *const blob = static_cast<const T *>(net.layer[0].w);
+  constexpr bool TF32 = sizeof(T) == 4 && PASSES == 1;
+  float acc[G::MT][G::NT][4] = {};
+  unsigned t = 0, s = 0;
   /* Tile t is multiplied from stage s while tiles t+1 .. t+STAGES-1 are
    * in flight. */
 #pragma unroll
   for (int i = 0; i < STAGES - 1; i++)
     load_tile(blob, i, net.tiles, stages + i * BN * BK);
-  constexpr bool TF32 = sizeof(T) == 4 && PASSES == 1;
-  load_rows<BM, G::THREADS, TF32>(x, m, k, m0, buf(0), ld(0));
-  float acc[G::MT][G::NT][4] = {};
-  unsigned t = 0, s = 0;
+  load_rows<BM, G::THREADS, TF32, true>(x, m, k, m0, buf(0), ld(0));
   for (unsigned li = 0; li + 1 < net.n; li++) {
     const pp_cuda_wide_layer &l = net.layer[li];
-    const uint32_t kp = pad64(l.in), np = pad64(l.out), lda = ld(li);
-    /* This warp's rows of the layer's input, at its lane's ldmatrix row. */
-    const T *a = buf(li) + (wr * G::WM + lane % 16) * lda;
+    const uint32_t kp = pad64(l.in), np = pad64(l.out);
+    /* This warp's rows of the layer's input in its first panel, at its
+     * lane's ldmatrix row; a tile's BK inputs are one panel. */
+    const T *a = buf(li) + (wr * G::WM + lane % 16) * BK;
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
-      /* A warp whose 32 columns lie past the layer's padded width idles. */
+      /* A warp whose columns lie past the layer's padded width idles. */
       const bool active = n0 + wc * G::WN < np;
       for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
         asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+#if PP_WGMMA_TF32
+        if constexpr (WARPGROUPS)
+          pp::fence_for_products(); /* the tile, and the activations stored before it */
+#endif
         __syncthreads(); /* tile t has landed; every warp is done with the stage it replaces */
         const unsigned into = s == 0 ? STAGES - 1 : s - 1;
         load_tile(blob, t + STAGES - 1, net.tiles, stages + into * BN * BK);
-        if (active)
-          multiply<T, PASSES>(acc, a, lda, k0, stages + s * BN * BK, wc, lane);
+        const size_t panel = (size_t) (k0 / BK) * (BM * BK);
+        if (active) {
+#if PP_WGMMA_TF32
+          if constexpr (WARPGROUPS) {
+            multiply_warpgroup<G>(acc, buf(li) + panel, stages + s * BN * BK, wc);
+            pp::wgmma_wait(acc);
+          } else
+#endif
+            multiply<T, PASSES, G>(acc, a + panel, stages + s * BN * BK, wc, lane);
+        }
         s = s + 1 == STAGES ? 0 : s + 1;
       }
       if (active)
         pp::with_act(l.act.kind, [&](auto kind) {
-          store_tile_as<T, decltype(kind)::value, TF32>(acc, l, n0, buf(li + 1), ld(li + 1), wr, wc,
-                                                        lane);
+          store_tile_as<T, decltype(kind)::value, TF32, G>(acc, l, n0, buf(li + 1), wr, wc, lane);
         });
     }
   }
@@ -144,11 +164,11 @@ __launch_bounds__(G::THREADS, 1)
   constexpr int ROW_THREADS = G::ROW_THREADS;
   const pp_cuda_wide_layer &last = net.layer[net.n - 1];
   const unsigned r = threadIdx.x / ROW_THREADS;
-  const T *h = buf(net.n - 1) + r * ld(net.n - 1);
+  const T *h = buf(net.n - 1);
   const float *w = static_cast<const float *>(last.w);
   float sum = 0.f;
   for (unsigned j = threadIdx.x % ROW_THREADS; j < last.in; j += ROW_THREADS)
-    sum = fmaf(pp::to_float(h[swz<T>(r, j)]), __ldg(w + j), sum);
+    sum = fmaf(pp::to_float(h[place<T, true, BM>(r, j, 0)]), __ldg(w + j), sum);
 #pragma unroll
   for (int lanes = 1; lanes < ROW_THREADS; lanes *= 2)
     sum += __shfl_xor_sync(0xffffffffu, sum, lanes);
@@ -157,24 +177,35 @@ __launch_bounds__(G::THREADS, 1)
     y[row] = pp::activate<pp::ACT_ANY>(last.act, sum + (last.b ? __ldg(last.b) : 0.f));
 }
 
-/* Three weight tiles in flight where the model leaves room, else two. */
+/* Three weight tiles in flight where the model leaves room, else two;
+ * floats two blocks an SM where two fit, which holds them to 128
+ * registers a thread (narrow's 96 KB in TF32: 33.3 µs against 47.3 at one
+ * block and 140 registers), else one. */
 template <typename T, int PASSES>
 cudaError_t
 launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Net &net, float *y)
 {
   using G = GeometryOf<T>;
+  constexpr int TWO = sizeof(T) == 4 ? 2 : 1; /* 16-bit blocks are 512 threads */
   int limit = 0;
-  cudaError_t err = pp::allow_smem<mlp_wide<T, PASSES, 3>>(&limit);
+  cudaError_t err = pp::allow_smem<mlp_wide<T, PASSES, 3, 1>>(&limit);
   if (err == cudaSuccess)
-    err = pp::allow_smem<mlp_wide<T, PASSES, 2>>(&limit);
+    err = pp::allow_smem<mlp_wide<T, PASSES, 3, TWO>>(&limit);
+  if (err == cudaSuccess)
+    err = pp::allow_smem<mlp_wide<T, PASSES, 2, 1>>(&limit);
   if (err != cudaSuccess)
     return err;
   const unsigned blocks = (m + G::BM - 1) / G::BM;
   const size_t three = smem_bytes(net, sizeof(T), 3), two = smem_bytes(net, sizeof(T), 2);
-  if (three <= (size_t) limit)
-    mlp_wide<T, PASSES, 3><<<blocks, G::THREADS, three, stream>>>(x, m, k, net, y);
+  /* An SM holds a block's opt-in limit and the 1 KB the system keeps a
+   * block (sm_80 and sm_90). */
+  const bool two_fit = 2 * (three + 1024) <= (size_t) limit + 1024;
+  if (three <= (size_t) limit && two_fit)
+    mlp_wide<T, PASSES, 3, TWO><<<blocks, G::THREADS, three, stream>>>(x, m, k, net, y);
+  else if (three <= (size_t) limit)
+    mlp_wide<T, PASSES, 3, 1><<<blocks, G::THREADS, three, stream>>>(x, m, k, net, y);
   else if (two <= (size_t) limit)
-    mlp_wide<T, PASSES, 2><<<blocks, G::THREADS, two, stream>>>(x, m, k, net, y);
+    mlp_wide<T, PASSES, 2, 1><<<blocks, G::THREADS, two, stream>>>(x, m, k, net, y);
   else
     return cudaErrorInvalidValue;
   return cudaGetLastError();

@@ -25,10 +25,14 @@ constexpr int BN = 128, TILE_ROW_BYTES = 128;
  * activations fill 192 KB of an SM's 227 at 64 rows a block, so 32-bit
  * blocks are 64 rows and eight warps (sixteen of 32 × 16 or 16 × 32 were
  * slower). */
-template <int ELEM> struct Geometry {
+template <int ELEM, bool WARPGROUPS = false> struct Geometry {
   static constexpr int CHUNK = 16 / ELEM; /* elements in 16 bytes */
   static constexpr int BK = TILE_ROW_BYTES / ELEM, BM = ELEM == 2 ? 128 : 64;
-  static constexpr int WM = 32, WN = 32, MT = WM / 16, NT = WN / 8;
+  /* With warpgroup products (wgmma_tf32.cuh) a warpgroup owns the block's
+   * 64 rows and half of its 128 columns, each of its warps 16 of those
+   * rows: the warp's part of the accumulator is then an mma.sync 16 × 64. */
+  static constexpr int WM = WARPGROUPS ? 16 : 32, WN = WARPGROUPS ? 64 : 32;
+  static constexpr int MT = WM / 16, NT = WN / 8;
   static constexpr int WARPS = BM / WM * (BN / WN), THREADS = WARPS * 32;
   static constexpr int KSTEP = 2 * CHUNK;                  /* a product's inputs: 16 or 8 */
   static constexpr int ROW_THREADS = THREADS / BM;         /* the last layer's threads a row */
@@ -38,7 +42,8 @@ template <int ELEM> struct Geometry {
   static_assert(BM % WM == 0 && BN % WN == 0, "the warps cover the block's tile");
 };
 
-template <typename T> using GeometryOf = Geometry<(int) sizeof(T)>;
+template <typename T, bool WARPGROUPS = false>
+using GeometryOf = Geometry<(int) sizeof(T), WARPGROUPS>;
 
 struct Net {
   pp_cuda_wide_layer layer[PP_MAX_WIDE]; /* layer[0].w: the blob's first tile */
@@ -63,6 +68,24 @@ swz(unsigned row, unsigned col)
 {
   constexpr unsigned CHUNK = 16 / sizeof(T);
   return (((col / CHUNK) ^ (row & 7u)) * CHUNK) | (col % CHUNK);
+}
+
+/* Element (row, col) of a buffer of ROWS rows of T. In panels
+ * (PANELS): the buffer is the columns' 128-byte panels one after another,
+ * each ROWS rows of 128 bytes, swizzled, the layout a weight tile has and
+ * a warpgroup product reads from shared memory (eight rows of 128 bytes
+ * in 1,024). Else rows of `ld` elements one after another (ld unused in
+ * panels). Either way the eight rows an ldmatrix phase reads at one
+ * logical chunk lie in eight bank groups. */
+template <typename T, bool PANELS, int ROWS>
+__device__ __forceinline__ unsigned
+place(unsigned row, unsigned col, uint32_t ld)
+{
+  constexpr unsigned PW = TILE_ROW_BYTES / sizeof(T);
+  if constexpr (PANELS)
+    return col / PW * (ROWS * PW) + row * PW + swz<T>(row, col % PW);
+  else
+    return row * ld + swz<T>(row, col);
 }
 
 /* A hidden layer's weight tiles of `elem`-byte values: column tiles ×

@@ -2,7 +2,7 @@
 /* The wide kernel's weight tiles and their products (mlp_wide.cu): a tile
  * of the packed blob into a shared stage, the warp's A and B fragments of
  * one k-step from ldmatrix, and the products on the tensor cores at each
- * precision. The fragment layouts (PTX ISA), g = lane / 4, t = lane % 4:
+ * precision (or a warpgroup's in TF32 where wgmma is there). The fragment layouts (PTX ISA), g = lane / 4, t = lane % 4:
  * mma.m16n8k16 with 16-bit inputs, A's registers (row g, k 2t..), (row
  * g+8, k 2t..), (row g, k 2t+8..), (row g+8, k 2t+8..); B's (k 2t.., n g),
  * (k 2t+8.., n g). m16n8k8 .tf32: A (g, t), (g+8, t), (g, t+4), (g+8,
@@ -13,6 +13,7 @@
 
 #include "mma16.cuh"
 #include "mma_tf32.cuh"
+#include "wgmma_tf32.cuh"
 #include "wide_layout.cuh"
 
 namespace pp_wide
@@ -37,19 +38,20 @@ load_tile(const T *blob, unsigned t, unsigned count, T *stage)
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-/* A's and B's fragments of k-step kk: A from the warp's rows `a` (each
- * lane's ldmatrix row; its low three bits are lane % 8) at input k, B from
- * the stage's rows of the warp's columns. */
-template <typename T, typename G = GeometryOf<T>>
+/* A's and B's fragments of k-step kk of a tile: A from the warp's rows of
+ * the activations' panel that holds the tile's inputs (`a`: each lane's
+ * ldmatrix row; its low three bits are lane % 8), B from the stage's rows
+ * of the warp's columns. */
+template <typename T, typename G>
 __device__ __forceinline__ void
-fragments(uint32_t (&af)[G::MT][4], uint32_t (&bf)[G::NT][2], const T *a, uint32_t lda, unsigned k,
-          const T *stage, int kk, int wc, int lane)
+fragments(uint32_t (&af)[G::MT][4], uint32_t (&bf)[G::NT][2], const T *a, const T *stage, int kk,
+          int wc, int lane)
 {
   constexpr int CHUNK = G::CHUNK;
   const unsigned x = lane & 7u;
 #pragma unroll
   for (int mt = 0; mt < G::MT; mt++)
-    pp::ldsm_x4(af[mt], a + mt * 16 * lda + ((k / CHUNK + lane / 16) ^ x) * CHUNK);
+    pp::ldsm_x4(af[mt], a + mt * 16 * G::BK + ((kk / CHUNK + lane / 16) ^ x) * CHUNK);
 #pragma unroll
   for (int p = 0; p < G::NT / 2; p++) {
     uint32_t r[4];
@@ -68,7 +70,7 @@ fragments(uint32_t (&af)[G::MT][4], uint32_t (&bf)[G::NT][2], const T *a, uint32
  * for all the products it is in. Rounding each fragment as it was read,
  * with cvt.rna.tf32.f32 (several instructions each on sm_90), made deep's
  * MLP 228 µs in TF32, four of five instructions not products. */
-template <typename T, int PASSES, typename G = GeometryOf<T>>
+template <typename T, int PASSES, typename G>
 __device__ __forceinline__ void
 products(float (&acc)[G::MT][G::NT][4], const uint32_t (&af)[G::MT][4],
          const uint32_t (&bf)[G::NT][2])
@@ -105,25 +107,44 @@ products(float (&acc)[G::MT][G::NT][4], const uint32_t (&af)[G::MT][4],
   }
 }
 
-/* acc += the warp's 32 × 32 of A (BK inputs from k0) times the stage's
- * tile; the next k-step's fragments load while this one's products run. */
-template <typename T, int PASSES, typename G = GeometryOf<T>>
+/* acc += the warp's WM × WN of A (the tile's BK inputs: the warp's rows
+ * `a` of their panel) times the stage's tile; the next k-step's
+ * fragments load while this one's products run. */
+template <typename T, int PASSES, typename G>
 __device__ __forceinline__ void
-multiply(float (&acc)[G::MT][G::NT][4], const T *a, uint32_t lda, unsigned k0, const T *stage,
-         int wc, int lane)
+multiply(float (&acc)[G::MT][G::NT][4], const T *a, const T *stage, int wc, int lane)
 {
   constexpr int STEPS = G::BK / G::KSTEP;
   uint32_t af[2][G::MT][4], bf[2][G::NT][2];
-  fragments(af[0], bf[0], a, lda, k0, stage, 0, wc, lane);
+  fragments<T, G>(af[0], bf[0], a, stage, 0, wc, lane);
 #pragma unroll
   for (int step = 0; step < STEPS; step++) {
     const int cur = step % 2;
     if (step + 1 < STEPS)
-      fragments(af[cur ^ 1], bf[cur ^ 1], a, lda, k0 + (step + 1) * G::KSTEP, stage,
-                (step + 1) * G::KSTEP, wc, lane);
-    products<T, PASSES>(acc, af[cur], bf[cur]);
+      fragments<T, G>(af[cur ^ 1], bf[cur ^ 1], a, stage, (step + 1) * G::KSTEP, wc, lane);
+    products<T, PASSES, G>(acc, af[cur], bf[cur]);
   }
 }
+
+#if PP_WGMMA_TF32
+/* The same for a warpgroup in TF32: its 64 rows (the whole panel) times
+ * its 64 columns of the stage's tile, four k-steps of wgmma, issued and
+ * committed (pp::wgmma_wait waits for them). */
+template <typename G>
+__device__ __forceinline__ void
+multiply_warpgroup(float (&acc)[1][8][4], const float *panel, const float *stage, int wc)
+{
+  static_assert(G::MT == 1 && G::NT == 8 && G::BM == 64 && G::WN == 64, "a warpgroup's 64 × 64");
+  const uint64_t a = pp::panel_descriptor(panel);
+  const uint64_t b = pp::panel_descriptor(stage + wc * G::WN * G::BK);
+  pp::wgmma_pin(acc);
+  pp::wgmma_fence();
+#pragma unroll
+  for (int step = 0; step < G::BK / 8; step++) /* 32 bytes a step: 2 in the address's units */
+    pp::wgmma_m64n64k8(acc, a + 2 * step, b + 2 * step);
+  pp::wgmma_commit();
+}
+#endif
 
 } // namespace pp_wide
 

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* TF32 products of a whole warpgroup (wgmma, sm_90a), for the wide
+ * kernel's TF32 (mlp_wide.cu). mma.sync, one warp's 16 × 8 × 8 at a time,
+ * held deep's MLP at 200 µs in TF32 with the tensor cores far from busy:
+ * without its products the kernel took 127 of 221 µs, the same without
+ * the weights' loads 194 (dev/wide-bench, docs/PERFORMANCE.md). wgmma
+ * multiplies 64 rows by N columns from shared memory in one asynchronous
+ * instruction, with no fragment loads in between: 180 µs.
+ *
+ * Both operands are read where they lie, K-major in 128-byte panels
+ * swizzled 128B (wide_layout.cuh: place, and the weight tiles): eight rows
+ * of 128 bytes in each 1,024, the next eight 1,024 bytes on (the stride
+ * byte offset). A k-step of 8 TF32 values is 32 bytes of a panel's rows,
+ * so the k-th step's descriptor is the panel's plus 32k bytes.
+ *
+ * The accumulator (PTX ISA, wgmma .m64nNk8 .f32): warp w of the
+ * warpgroup holds rows 16w.., each n8 block j as mma.sync's C fragment,
+ * d[4j + i]: (g, 8j + 2t), (g, 8j + 2t + 1), (g + 8, 8j + 2t), (g + 8,
+ * 8j + 2t + 1), g = lane / 4, t = lane % 4. So a warp's float[1][8][4]
+ * is what its 16 × 64 of mma.sync products would hold.
+ *
+ * Only where the compiler targets sm_90a (PP_WGMMA_TF32): other targets
+ * keep mma.sync, and the kernel's geometry follows the same test. */
+#ifndef PP_WGMMA_TF32_CUH
+#define PP_WGMMA_TF32_CUH
+
+#include <stdint.h>
+
+#include "mma16.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define PP_WGMMA_TF32 1
+#else
+#define PP_WGMMA_TF32 0
+#endif
+
+namespace pp
+{
+
+/* The descriptor of a K-major operand in 128-byte swizzled panels from p
+ * (shared memory; the panel 1,024-byte aligned, p inside its first row):
+ * start address >> 4 in bits 0-13, leading byte offset 16 >> 4 (not read
+ * for this swizzle) in 16-29, stride byte offset 1,024 >> 4 in 32-45,
+ * swizzle 128B (1) in 62-63. */
+__device__ __forceinline__ uint64_t
+panel_descriptor(const void *p)
+{
+  return (uint64_t) ((smem_addr(p) & 0x3ffffu) >> 4) | (uint64_t) 1 << 16 |
+         (uint64_t) (1024 >> 4) << 32 | (uint64_t) 1 << 62;
+}
+
+#if PP_WGMMA_TF32
+/* Registers written by ordinary instructions (the accumulator, zeroed as
+ * it was stored) before a wgmma reads them. */
+__device__ __forceinline__ void
+wgmma_fence()
+{
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+
+/* Shared memory written by this thread's ordinary stores or cp.async,
+ * made visible to the products' reads (the async proxy); a barrier after
+ * it makes everyone's so. */
+__device__ __forceinline__ void
+fence_for_products()
+{
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* d += A (64 × 8 at a) · B (64 × 8 at b)ᵀ, TF32 in, FP32 sums. */
+__device__ __forceinline__ void
+wgmma_m64n64k8(float (&d)[1][8][4], uint64_t a, uint64_t b)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+               "%32, %33, p, 1, 1;\n}\n"
+               : "+f"(d[0][0][0]), "+f"(d[0][0][1]), "+f"(d[0][0][2]), "+f"(d[0][0][3]),
+                 "+f"(d[0][1][0]), "+f"(d[0][1][1]), "+f"(d[0][1][2]), "+f"(d[0][1][3]),
+                 "+f"(d[0][2][0]), "+f"(d[0][2][1]), "+f"(d[0][2][2]), "+f"(d[0][2][3]),
+                 "+f"(d[0][3][0]), "+f"(d[0][3][1]), "+f"(d[0][3][2]), "+f"(d[0][3][3]),
+                 "+f"(d[0][4][0]), "+f"(d[0][4][1]), "+f"(d[0][4][2]), "+f"(d[0][4][3]),
+                 "+f"(d[0][5][0]), "+f"(d[0][5][1]), "+f"(d[0][5][2]), "+f"(d[0][5][3]),
+                 "+f"(d[0][6][0]), "+f"(d[0][6][1]), "+f"(d[0][6][2]), "+f"(d[0][6][3]),
+                 "+f"(d[0][7][0]), "+f"(d[0][7][1]), "+f"(d[0][7][2]), "+f"(d[0][7][3])
+               : "l"(a), "l"(b));
+}
+
+/* The accumulator's registers pinned here: the compiler sees each as read
+ * and written, so none of their uses moves across the wait before it or
+ * the products after it. */
+__device__ __forceinline__ void
+wgmma_pin(float (&d)[1][8][4])
+{
+#pragma unroll
+  for (int j = 0; j < 8; j++)
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      asm volatile("" : "+f"(d[0][j][i])::"memory");
+}
+
+/* The products issued since the last commit, as one group. */
+__device__ __forceinline__ void
+wgmma_commit()
+{
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* This warpgroup's committed products, done: their reads of shared
+ * memory and writes of the accumulator (pinned after). */
+__device__ __forceinline__ void
+wgmma_wait(float (&d)[1][8][4])
+{
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  wgmma_pin(d);
+}
+
+#endif
+
+} // namespace pp
+
+#endif
