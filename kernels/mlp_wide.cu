@@ -127,6 +127,11 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
     /* This warp's rows of the layer's input in its first panel, at its
      * lane's ldmatrix row; a tile's BK inputs are one panel. */
     const T *a = buf(li) + (wr * G::WM + lane % 16) * BK;
+#if PP_WGMMA_TF32
+    /* A warpgroup's: the layer's first panel, and its rows of stage 0. */
+    const uint32_t a_desc = pp::panel_descriptor_lo(buf(li));
+    const uint32_t b_desc = pp::panel_descriptor_lo(stages + wc * G::WN * BK);
+#endif
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       /* A warp whose columns lie past the layer's padded width idles. */
       const bool active = n0 + wc * G::WN < np;
@@ -139,15 +144,17 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
         __syncthreads(); /* tile t has landed; every warp is done with the stage it replaces */
         const unsigned into = s == 0 ? STAGES - 1 : s - 1;
         load_tile(blob, t + STAGES - 1, net.tiles, stages + into * BN * BK);
-        const size_t panel = (size_t) (k0 / BK) * (BM * BK);
         if (active) {
 #if PP_WGMMA_TF32
           if constexpr (WARPGROUPS) {
-            multiply_warpgroup<G>(acc, buf(li) + panel, stages + s * BN * BK, wc);
+            /* In 16-byte units, added to the descriptors' low words. */
+            constexpr uint32_t PANEL = BM * BK * sizeof(T) / 16, STAGE = BN * BK * sizeof(T) / 16;
+            multiply_warpgroup<G>(acc, a_desc + k0 / BK * PANEL, b_desc + s * STAGE);
             pp::wgmma_wait(acc);
           } else
 #endif
-            multiply<T, PASSES, G>(acc, a + panel, stages + s * BN * BK, wc, lane);
+            multiply<T, PASSES, G>(acc, a + (size_t) (k0 / BK) * (BM * BK), stages + s * BN * BK,
+                                   wc, lane);
         }
         s = s + 1 == STAGES ? 0 : s + 1;
       }

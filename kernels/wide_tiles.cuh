@@ -129,19 +129,19 @@ multiply(float (&acc)[G::MT][G::NT][4], const T *a, const T *stage, int wc, int 
 #if PP_WGMMA_TF32
 /* The same for a warpgroup in TF32: its 64 rows (the whole panel) times
  * its 64 columns of the stage's tile, four k-steps of wgmma, issued and
- * committed (pp::wgmma_wait waits for them). */
+ * committed (pp::wgmma_wait waits for them). a and b: the low words of
+ * the panel's and of the warpgroup's rows of the stage's descriptors
+ * (wgmma_tf32.cuh). */
 template <typename G>
 __device__ __forceinline__ void
-multiply_warpgroup(float (&acc)[1][8][4], const float *panel, const float *stage, int wc)
+multiply_warpgroup(float (&acc)[1][8][4], uint32_t a, uint32_t b)
 {
   static_assert(G::MT == 1 && G::NT == 8 && G::BM == 64 && G::WN == 64, "a warpgroup's 64 × 64");
-  const uint64_t a = pp::panel_descriptor(panel);
-  const uint64_t b = pp::panel_descriptor(stage + wc * G::WN * G::BK);
   pp::wgmma_pin(acc);
   pp::wgmma_fence();
 #pragma unroll
   for (int step = 0; step < G::BK / 8; step++) /* 32 bytes a step: 2 in the address's units */
-    pp::wgmma_m64n64k8(acc, a + 2 * step, b + 2 * step);
+    pp::wgmma_m64n64k8(acc, pp::panel_descriptor(a + 2 * step), pp::panel_descriptor(b + 2 * step));
   pp::wgmma_commit();
 }
 #endif
