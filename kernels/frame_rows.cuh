@@ -93,8 +93,8 @@ load_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, ui
 /* The frame's ROWS rows from m0 into h (rows ld wide, a multiple of 64,
  * in panels or one after another: place) as T (floats rounded to TF32
  * where TF32), zero past k up to ld and for rows past m, by THREADS
- * threads. Loads go out in batches, each thread's all
- * in flight before any is stored. */
+ * threads. Loads go out in batches, each thread's all in flight before
+ * any is stored. */
 template <int ROWS, int THREADS, bool TF32 = false, bool PANELS = false, typename T>
 __device__ __forceinline__ void
 load_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, T *h, uint32_t ld)

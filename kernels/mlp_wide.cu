@@ -7,18 +7,18 @@
  * memory. Each hidden layer is a GEMM of those activations and the
  * layer's weights, which stream from the packed blob through shared
  * memory in BN × BK tiles, the next one or two in flight (cp.async) while
- * this one is multiplied on the tensor cores (mma.sync, or wgmma for
- * TF32 on sm_90a; FP32 sums: wide_tiles.cuh). The tiles run on across column tiles and layers
- * without a pause, weights not depending on activations, and lie in the
- * blob in the order they are used, so a tile's address is its number. The
- * bias and activation are added in FP32 and the result rounded to the
- * 16-bit type as it is stored, as the per-layer path rounds its
- * activations; floats are stored rounded to TF32 (the frame too, and the
- * packer rounds the weights), or for exact FP32 as they are, split into
- * pieces as the products read them. The last layer is each row's dot
- * product in FP32, of the activations as stored. The frame is read once,
- * through pp_cuda_a, converted in the load and rounded as the activations
- * are.
+ * this one is multiplied on the tensor cores (mma.sync, or wgmma for TF32
+ * on sm_90a; FP32 sums: wide_tiles.cuh). The tiles run on across column
+ * tiles and layers without a pause, weights not depending on activations,
+ * and lie in the blob in the order they are used, so a tile's address is
+ * its number. The bias and activation are added in FP32 and the result
+ * rounded to the 16-bit type as it is stored, as the per-layer path
+ * rounds its activations; floats are stored rounded to TF32 (the frame
+ * too, and the packer rounds the weights), or for exact FP32 as they are,
+ * split into pieces as the products read them. The last layer is each
+ * row's dot product in FP32, of the activations as stored. The frame is
+ * read once, through pp_cuda_a, converted in the load and rounded as the
+ * activations are.
  *
  * Warps (wide_layout.cuh): each a 32 × 32 tile of the block's BM × 128,
  * 2 × 4 fragments a k-step from ldmatrix, four k-steps a weight tile; at
