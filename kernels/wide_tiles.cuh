@@ -2,12 +2,13 @@
 /* The wide kernel's weight tiles and their products (mlp_wide.cu): a tile
  * of the packed blob into a shared stage, the warp's A and B fragments of
  * one k-step from ldmatrix, and the products on the tensor cores at each
- * precision (or a warpgroup's in TF32 where wgmma is there). The fragment layouts (PTX ISA), g = lane / 4, t = lane % 4:
- * mma.m16n8k16 with 16-bit inputs, A's registers (row g, k 2t..), (row
- * g+8, k 2t..), (row g, k 2t+8..), (row g+8, k 2t+8..); B's (k 2t.., n g),
- * (k 2t+8.., n g). m16n8k8 .tf32: A (g, t), (g+8, t), (g, t+4), (g+8,
- * t+4); B (k t, n g), (k t+4, n g). Both are what ldmatrix gives from two
- * 16-byte chunks of a row a k-step, so one fragment loader serves both. */
+ * precision (or a warpgroup's in TF32 where wgmma is there). The fragment
+ * layouts (PTX ISA), g = lane / 4, t = lane % 4: mma.m16n8k16 with 16-bit
+ * inputs, A's registers (row g, k 2t..), (row g+8, k 2t..), (row g, k
+ * 2t+8..), (row g+8, k 2t+8..); B's (k 2t.., n g), (k 2t+8.., n g).
+ * m16n8k8 .tf32: A (g, t), (g+8, t), (g, t+4), (g+8, t+4); B (k t, n g),
+ * (k t+4, n g). Both are what ldmatrix gives from two 16-byte chunks of a
+ * row a k-step, so one fragment loader serves both. */
 #ifndef PP_WIDE_TILES_CUH
 #define PP_WIDE_TILES_CUH
 
