@@ -84,8 +84,8 @@ load_weights(const WarpNet &net, T *w_s)
 #pragma unroll
       for (int c0 = 0; c0 < TILE_CHUNKS; c0 += W_THREADS) {
         const unsigned c = c0 + threadIdx.x, row = c / ROW_CHUNKS;
-        const unsigned col = tile * BK + (c % ROW_CHUNKS) * CHUNK;
-        pp::cp_async16(dst + row * kp + swz<T>(row, col),
+        const unsigned col = tile * BK + (c % ROW_CHUNKS) * CHUNK; /* swizzled as packed */
+        pp::cp_async16(dst + row * kp + col,
                        src + (size_t) tile * BN * BK + row * BK + (c % ROW_CHUNKS) * CHUNK);
       }
   }

@@ -13,8 +13,10 @@ namespace
 {
 
 /* Layer w (out × in) as its tiles in the order the kernel uses them: for
- * each BN-column tile, each BK-input tile, BN × BK row-major, zero past
- * out and in; floats rounded to TF32 where tf32. */
+ * each BN-column tile, each BK-input tile, BN rows of BK, each row's
+ * 16-byte chunks swizzled as they are to lie in shared memory (swz), so
+ * that a tile is copied as it lies; zero past out and in; floats rounded
+ * to TF32 where tf32. */
 template <typename T>
 __global__ void
 pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, bool tf32, T *__restrict__ dst,
@@ -31,7 +33,7 @@ pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, bool tf32, T *__r
     T v = n < out && j < in ? w[(size_t) n * in + j] : pp::from_float<T>(0.f);
     if constexpr (sizeof(T) == 4)
       v = tf32 ? __uint_as_float(pp::to_tf32(v)) : v;
-    dst[e] = v;
+    dst[e - within + within / BK * BK + swz<T>(within / BK, within % BK)] = v;
   }
 }
 

@@ -20,10 +20,10 @@
 namespace pp_wide
 {
 
-/* Weight tile t of the blob into a stage (swizzled), when t < count; a
- * group is committed either way, so the count of groups in flight stays
- * the pipeline's. The blob holds the tiles in the order they are used,
- * each BN × BK row-major. */
+/* Weight tile t of the blob into a stage, when t < count; a group is
+ * committed either way, so the count of groups in flight stays the
+ * pipeline's. The blob holds the tiles in the order they are used, each
+ * BN rows of BK, swizzled as a stage holds them (the packer's). */
 template <typename T>
 __device__ __forceinline__ void
 load_tile(const T *blob, unsigned t, unsigned count, T *stage)
@@ -32,9 +32,8 @@ load_tile(const T *blob, unsigned t, unsigned count, T *stage)
   if (t < count)
 #pragma unroll
     for (int j = 0; j < G::COPIES; j++) {
-      const unsigned c = threadIdx.x + j * G::THREADS, row = c / (G::BK / G::CHUNK);
-      pp::cp_async16(stage + row * G::BK + swz<T>(row, (c % (G::BK / G::CHUNK)) * G::CHUNK),
-                     blob + (size_t) t * BN * G::BK + c * G::CHUNK);
+      const unsigned c = threadIdx.x + j * G::THREADS;
+      pp::cp_async16(stage + c * G::CHUNK, blob + (size_t) t * BN * G::BK + c * G::CHUNK);
     }
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
