@@ -6,9 +6,10 @@
  * buffers that take turns layer by layer, so no activation touches device
  * memory. Each hidden layer is a GEMM of those activations and the
  * layer's weights, which stream from the packed blob through shared
- * memory in BN × BK tiles, the next one or two in flight (cp.async) while
- * this one is multiplied on the tensor cores (mma.sync, or wgmma for TF32
- * on sm_90a; FP32 sums: wide_tiles.cuh). The tiles run on across column
+ * memory in BN × BK tiles, the next one or two in flight while this one
+ * is multiplied on the tensor cores (wide_layers.cuh: mma.sync and
+ * cp.async, or for TF32 on sm_90a wgmma and a ring the copy engine
+ * fills; FP32 sums: wide_tiles.cuh). The tiles run on across column
  * tiles and layers without a pause, weights not depending on activations,
  * and lie in the blob in the order they are used, so a tile's address is
  * its number. The bias and activation are added in FP32 and the result
@@ -29,66 +30,18 @@
  * (wgmma_tf32.cuh). The activations lie in 128-byte panels, unpadded and
  * swizzled as the weight tiles are (place), which wgmma reads as they lie
  * and which leaves deep's 192-512-256-64 room for two 16 KB weight tiles
- * beside its activations; smaller models get three.
- *
- * C's fragment (PTX ISA), g = lane / 4, t = lane % 4: c0 (g, 2t), c1 (g,
- * 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1). */
-#include <type_traits>
+ * beside its activations; smaller models get three, and deep too in TF32
+ * on warpgroups, whose layers 256 wide and less write over their inputs
+ * (net_for). */
+#include <atomic>
 
-#include "activation.cuh"
-#include "frame_rows.cuh"
 #include "smem_optin.cuh"
-#include "wide_tiles.cuh"
+#include "wide_layers.cuh"
 
 using namespace pp_wide;
 
 namespace
 {
-
-/* The warp's tile of layer l's output, columns n0.. of `h`: act(acc + b)
- * rounded to T (floats: to TF32 where TF32, else kept), zero past l.out
- * (the next layer's padding); acc zeroed. At 16 bits acc + b is rounded
- * before the activation too, as the per-layer path stores its GEMM's
- * output before its activation kernel (and the CPU backend rounds
- * alike), so a model's scores do not depend on the path the planner
- * took. */
-template <typename T, int A, bool TF32, typename G>
-__device__ __forceinline__ void
-store_tile_as(float (&acc)[G::MT][G::NT][4], const pp_cuda_wide_layer &l, unsigned n0, T *h, int wr,
-              int wc, int lane)
-{
-  /* A known kind folds pp_act_apply's switch away. */
-  const pp_act act = A == pp::ACT_ANY ? l.act : pp_act{ (pp_act_kind) A, l.act.slope };
-  const int g = lane / 4, t = lane % 4;
-  auto store = [&](auto all_in) {
-    constexpr bool ALL_IN = decltype(all_in)::value;
-#pragma unroll
-    for (int nt = 0; nt < G::NT; nt++) {
-      const unsigned col = n0 + wc * G::WN + nt * 8 + 2 * t;
-      const bool in0 = ALL_IN || col < l.out, in1 = ALL_IN || col + 1 < l.out;
-      const float b0 = l.b && in0 ? __ldg(l.b + col) : 0.f;
-      const float b1 = l.b && in1 ? __ldg(l.b + col + 1) : 0.f;
-#pragma unroll
-      for (int mt = 0; mt < G::MT; mt++)
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-          float *c = acc[mt][nt] + 2 * half;
-          const unsigned row = wr * G::WM + mt * 16 + g + 8 * half;
-          const float v0 = in0 ? pp::hidden_act<T, A>(act, c[0] + b0) : 0.f;
-          const float v1 = in1 ? pp::hidden_act<T, A>(act, c[1] + b1) : 0.f;
-          put2<TF32>(h + place<T, true, G::BM>(row, col, 0), v0, v1);
-          c[0] = c[1] = 0.f;
-        }
-    }
-  };
-  /* A warp whose columns all lie in the layer checks none: with a branch
-   * around each value's activation, each waited for the one before
-   * (deep's MLP 131 µs); without, the compiler interleaves them (119). */
-  if (n0 + (wc + 1) * G::WN <= l.out)
-    store(std::true_type{});
-  else
-    store(std::false_type{});
-}
 
 template <typename T, int PASSES, int STAGES, int BLOCKS>
 __global__ void
@@ -99,79 +52,24 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
    * bytes' alignment), else warps. */
   constexpr bool WARPGROUPS = PP_WGMMA_TF32 && sizeof(T) == 4 && PASSES == 1;
   using G = GeometryOf<T, WARPGROUPS>;
-  constexpr int BM = G::BM, BK = G::BK;
+  constexpr int BM = G::BM;
   extern __shared__ __align__(1024) unsigned char smem[];
-  /* Buffer i % 2 and its stride, chosen without indexing (no local memory). */
-  T *const base = reinterpret_cast<T *>(smem);
-  auto buf = [&](unsigned i) { return i % 2 ? base + BM * net.ld[0] : base; };
-  auto ld = [&](unsigned i) { return i % 2 ? net.ld[1] : net.ld[0]; };
-  T *const stages = base + BM * (net.ld[0] + net.ld[1]);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wr = WARPGROUPS ? warp % 4 : warp / (BN / G::WN);
-  const int wc = WARPGROUPS ? warp / 4 : warp % (BN / G::WN);
+  const Smem<T, G, STAGES> sm{ reinterpret_cast<T *>(smem), net };
   const unsigned m0 = blockIdx.x * BM;
-
-  const T *const blob = static_cast<const T *>(net.layer[0].w);
-  constexpr bool TF32 = sizeof(T) == 4 && PASSES == 1;
-  float acc[G::MT][G::NT][4] = {};
-  unsigned t = 0, s = 0;
-  /* Tile t is multiplied from stage s while tiles t+1 .. t+STAGES-1 are
-   * in flight. */
-#pragma unroll
-  for (int i = 0; i < STAGES - 1; i++)
-    load_tile(blob, i, net.tiles, stages + i * BN * BK);
-  load_rows<BM, G::THREADS, TF32, true>(x, m, k, m0, buf(0), ld(0));
-  for (unsigned li = 0; li + 1 < net.n; li++) {
-    const pp_cuda_wide_layer &l = net.layer[li];
-    const uint32_t kp = pad64(l.in), np = pad64(l.out);
-    /* This warp's rows of the layer's input in its first panel, at its
-     * lane's ldmatrix row; a tile's BK inputs are one panel. */
-    const T *a = buf(li) + (wr * G::WM + lane % 16) * BK;
 #if PP_WGMMA_TF32
-    /* A warpgroup's: the layer's first panel, and its rows of stage 0. */
-    const uint32_t a_desc = pp::panel_descriptor_lo(buf(li));
-    const uint32_t b_desc = pp::panel_descriptor_lo(stages + wc * G::WN * BK);
+  if constexpr (WARPGROUPS)
+    /* Two blocks an SM leave no registers to keep a tile in, and no
+     * launch asks them to. */
+    layers_on_ring<STAGES, BLOCKS == 1, G>(x, m, k, net, sm);
+  else
 #endif
-    for (unsigned n0 = 0; n0 < np; n0 += BN) {
-      /* A warp whose columns lie past the layer's padded width idles. */
-      const bool active = n0 + wc * G::WN < np;
-      for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
-        asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
-#if PP_WGMMA_TF32
-        if constexpr (WARPGROUPS)
-          pp::fence_for_products(); /* the tile, and the activations stored before it */
-#endif
-        __syncthreads(); /* tile t has landed; every warp is done with the stage it replaces */
-        const unsigned into = s == 0 ? STAGES - 1 : s - 1;
-        load_tile(blob, t + STAGES - 1, net.tiles, stages + into * BN * BK);
-        if (active) {
-#if PP_WGMMA_TF32
-          if constexpr (WARPGROUPS) {
-            /* In 16-byte units, added to the descriptors' low words. */
-            constexpr uint32_t PANEL = BM * BK * sizeof(T) / 16, STAGE = BN * BK * sizeof(T) / 16;
-            multiply_warpgroup<G>(acc, a_desc + k0 / BK * PANEL, b_desc + s * STAGE);
-            pp::wgmma_wait(acc);
-          } else
-#endif
-            multiply<T, PASSES, G>(acc, a + (size_t) (k0 / BK) * (BM * BK), stages + s * BN * BK,
-                                   wc, lane);
-        }
-        s = s + 1 == STAGES ? 0 : s + 1;
-      }
-      if (active)
-        pp::with_act(l.act.kind, [&](auto kind) {
-          store_tile_as<T, decltype(kind)::value, TF32, G>(acc, l, n0, buf(li + 1), wr, wc, lane);
-        });
-    }
-  }
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-  __syncthreads();
+    layers_by_warps<T, PASSES, STAGES, G>(x, m, k, net, sm);
 
   /* The last layer: ROW_THREADS threads a row, each a part of the dot product. */
   constexpr int ROW_THREADS = G::ROW_THREADS;
   const pp_cuda_wide_layer &last = net.layer[net.n - 1];
   const unsigned r = threadIdx.x / ROW_THREADS;
-  const T *h = buf(net.n - 1);
+  const T *h = sm.buf(net.src[net.n - 1]);
   const float *w = static_cast<const float *>(last.w);
   float sum = 0.f;
   for (unsigned j = threadIdx.x % ROW_THREADS; j < last.in; j += ROW_THREADS)
@@ -184,13 +82,44 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
     y[row] = pp::activate<pp::ACT_ANY>(last.act, sum + (last.b ? __ldg(last.b) : 0.f));
 }
 
+/* Whether the current device runs the sm_90a build of `KERNEL`, whose
+ * TF32 is on warpgroups and takes plans that write a layer over its input
+ * (elsewhere the compute_90 PTX, compiled for the device, has mma.sync
+ * only). Asked once a device. */
+template <auto KERNEL>
+cudaError_t
+on_warpgroups(bool *yes)
+{
+  constexpr int DEVICES = 64;
+  static std::atomic<int> known[DEVICES]; /* 0: not asked; 1: no; 2: yes */
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess)
+    return err;
+  const int k = device < DEVICES ? known[device].load(std::memory_order_acquire) : 0;
+  if (k) {
+    *yes = k == 2;
+    return cudaSuccess;
+  }
+  cudaFuncAttributes attr;
+  err = cudaFuncGetAttributes(&attr, KERNEL);
+  if (err != cudaSuccess)
+    return err;
+  *yes = attr.binaryVersion == 90;
+  if (device < DEVICES)
+    known[device].store(*yes ? 2 : 1, std::memory_order_release);
+  return cudaSuccess;
+}
+
 /* Three weight tiles in flight where the model leaves room, else two;
  * floats two blocks an SM where two fit, which holds them to 128
  * registers a thread (narrow's 96 KB in TF32: 33.3 µs against 47.3 at one
- * block and 140 registers), else one. */
+ * block and 140 registers), else one. In TF32 on warpgroups a model that
+ * leaves room for two only (deep's) gets three by writing layers over
+ * their inputs where they may (net_for). */
 template <typename T, int PASSES>
 cudaError_t
-launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Net &net, float *y)
+launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net, float *y)
 {
   using G = GeometryOf<T>;
   constexpr int TWO = sizeof(T) == 4 ? 2 : 1; /* 16-bit blocks are 512 threads */
@@ -203,7 +132,18 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, const Ne
   if (err != cudaSuccess)
     return err;
   const unsigned blocks = (m + G::BM - 1) / G::BM;
-  const size_t three = smem_bytes(net, sizeof(T), 3), two = smem_bytes(net, sizeof(T), 2);
+  size_t three = smem_bytes(net, sizeof(T), 3);
+  const size_t two = smem_bytes(net, sizeof(T), 2);
+  if (sizeof(T) == 4 && PASSES == 1 && three > (size_t) limit) {
+    bool wg = false;
+    if ((err = on_warpgroups<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
+      return err;
+    const Net over = net_for(net.layer, net.n, sizeof(T), true);
+    if (wg && smem_bytes(over, sizeof(T), 3) <= (size_t) limit) {
+      net = over;
+      three = smem_bytes(net, sizeof(T), 3);
+    }
+  }
   /* An SM holds a block's opt-in limit and the 1 KB the system keeps a
    * block (sm_80 and sm_90). */
   const bool two_fit = 2 * (three + 1024) <= (size_t) limit + 1024;

@@ -117,12 +117,14 @@ wgmma_commit()
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
-/* This warpgroup's committed products, done: their reads of shared
- * memory and writes of the accumulator (pinned after). */
+/* This warpgroup's committed products but the last LEFT groups, done:
+ * their reads of shared memory and writes of the accumulator (pinned
+ * after). */
+template <int LEFT = 0>
 __device__ __forceinline__ void
 wgmma_wait(float (&d)[1][8][4])
 {
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(LEFT) : "memory");
   wgmma_pin(d);
 }
 

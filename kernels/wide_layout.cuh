@@ -48,8 +48,9 @@ using GeometryOf = Geometry<(int) sizeof(T), WARPGROUPS>;
 struct Net {
   pp_cuda_wide_layer layer[PP_MAX_WIDE]; /* layer[0].w: the blob's first tile */
   unsigned n;
-  unsigned tiles; /* in the blob */
-  uint32_t ld[2]; /* each activation buffer's row stride, in elements */
+  unsigned tiles;               /* in the blob */
+  uint32_t ld[2];               /* each activation buffer's row stride, in elements */
+  uint8_t src[PP_MAX_WIDE + 1]; /* the buffer (0, 1) that holds each layer's input */
 };
 
 /* Widths are padded to whole rows of eight chunks, the swizzle's span. */
@@ -96,17 +97,31 @@ n_tiles(const pp_cuda_wide_layer &l, size_t elem)
   return (pad64(l.out) + BN - 1) / BN * (unsigned) (pad64(l.in) * elem / TILE_ROW_BYTES);
 }
 
-/* Each buffer's stride: the widest input of the layers whose input it
- * holds; the blob's tiles of `elem`-byte values. */
+/* Whether a hidden layer's output, at most two column tiles, may replace
+ * its input in the same buffer: the kernel holds the first column tile's
+ * results in registers until every product of the layer is done. */
+__host__ __device__ inline bool
+in_place(const pp_cuda_wide_layer &l)
+{
+  return pad64(l.out) <= 2 * BN;
+}
+
+/* The buffers that hold each layer's input: taking turns, or where
+ * `inplace`, a layer that may (in_place) writing over its input, which
+ * leaves more of shared memory for weight tiles (deep's 192-512-256-64:
+ * 176 KB of activations, not 192). Each buffer's stride: the widest input
+ * it holds. The blob's tiles of `elem`-byte values. */
 inline Net
-net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem)
+net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem, bool inplace = false)
 {
   Net net = {};
   net.n = n_layers;
   for (unsigned i = 0; i < n_layers; i++) {
     net.layer[i] = layers[i];
+    const unsigned b = net.src[i];
     const uint32_t ld = pad64(layers[i].in);
-    net.ld[i % 2] = ld > net.ld[i % 2] ? ld : net.ld[i % 2];
+    net.ld[b] = ld > net.ld[b] ? ld : net.ld[b];
+    net.src[i + 1] = inplace && i + 1 < n_layers && in_place(layers[i]) ? b : 1 - b;
     if (i + 1 < n_layers)
       net.tiles += n_tiles(layers[i], elem);
   }
@@ -141,12 +156,13 @@ launchable(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
 }
 
 /* Shared memory a block of `elem`-byte values needs with `stages` weight
- * tiles. */
+ * tiles, and each stage's two barriers where a ring holds them
+ * (tile_ring.cuh). */
 inline size_t
 smem_bytes(const Net &net, size_t elem, int stages)
 {
   const size_t bm = elem == 2 ? Geometry<2>::BM : Geometry<4>::BM;
-  return bm * (net.ld[0] + net.ld[1]) * elem + (size_t) stages * BN * TILE_ROW_BYTES;
+  return bm * (net.ld[0] + net.ld[1]) * elem + (size_t) stages * (BN * TILE_ROW_BYTES + 16);
 }
 
 } // namespace pp_wide

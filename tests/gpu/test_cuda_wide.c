@@ -226,6 +226,13 @@ test_wide_mlp(void **state)
   const pp_act eight_acts[] = { ID, R, G, S, T, L, Sg, ID };
   check_wide(&rng, "bgra rows, eight layers", PP_LAYOUT_ROWS, PP_PIXEL_BGRA, 257, 100, 0, 8, eight,
              eight_acts, true);
+  /* Layers written over their inputs (TF32 on warpgroups, where taking
+   * turns in the buffers would leave room for two weight tiles only):
+   * 250 and 150 wide, the last column tile of the second half empty. */
+  const uint32_t over[] = { 512, 250, 150, 1 };
+  const pp_act over_acts[] = { Gt, S, G, ID };
+  check_wide(&rng, "f32 layers over their inputs", PP_LAYOUT_TENSOR, 0, 1000, 191, 0, 4, over,
+             over_acts, false);
   /* Hidden layers at most 64 wide, which the warp kernel takes too:
    * narrow's shape; odd widths, no bias, floats of an odd K; two layers;
    * eight. */

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The wide kernel's hidden layers (mlp_wide.cu), two ways: by warps on
+ * mma.sync with the weight tiles through cp.async and a barrier a tile,
+ * and in TF32 on sm_90a by warpgroups with the tiles through a ring of
+ * mbarriers that the copy engine fills. Both leave the last hidden
+ * layer's activations in the buffer Net::src names, every warp past its
+ * last barrier. */
+#ifndef PP_WIDE_LAYERS_CUH
+#define PP_WIDE_LAYERS_CUH
+
+#include "frame_rows.cuh"
+#include "tile_ring.cuh"
+#include "wide_epilogue.cuh"
+#include "wide_tiles.cuh"
+
+namespace pp_wide
+{
+
+/* The block's activations, in two buffers (Net::src says which holds a
+ * layer's input), and its weight stages, in shared memory. */
+template <typename T, typename G, int STAGES> struct Smem {
+  T *base;
+  const Net &net;
+  /* Buffer b and its stride, chosen without indexing (no local memory). */
+  __device__ T *buf(unsigned b) const
+  {
+    return b ? base + G::BM * net.ld[0] : base;
+  }
+  __device__ uint32_t ld(unsigned b) const
+  {
+    return b ? net.ld[1] : net.ld[0];
+  }
+  __device__ T *stage(unsigned s) const
+  {
+    return base + G::BM * (net.ld[0] + net.ld[1]) + s * BN * G::BK;
+  }
+};
+
+/* The hidden layers by warps (mma.sync): tile t is multiplied from stage
+ * s while tiles t+1 .. t+STAGES-1 are in flight (cp.async), the block
+ * meeting at a barrier each tile. Layers take turns in the buffers (no
+ * plan where one writes over its input comes here). */
+template <typename T, int PASSES, int STAGES, typename G>
+__device__ __forceinline__ void
+layers_by_warps(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
+                const Smem<T, G, STAGES> &sm)
+{
+  constexpr int BM = G::BM, BK = G::BK;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wr = warp / (BN / G::WN), wc = warp % (BN / G::WN);
+  const T *const blob = static_cast<const T *>(net.layer[0].w);
+  constexpr bool TF32 = sizeof(T) == 4 && PASSES == 1;
+  float acc[G::MT][G::NT][4] = {};
+  unsigned t = 0, s = 0;
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; i++)
+    load_tile(blob, i, net.tiles, sm.stage(i));
+  load_rows<BM, G::THREADS, TF32, true>(x, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
+                                        sm.ld(net.src[0]));
+  for (unsigned li = 0; li + 1 < net.n; li++) {
+    const pp_cuda_wide_layer &l = net.layer[li];
+    const uint32_t kp = pad64(l.in), np = pad64(l.out);
+    /* This warp's rows of the layer's input in its first panel, at its
+     * lane's ldmatrix row; a tile's BK inputs are one panel. */
+    const T *a = sm.buf(net.src[li]) + (wr * G::WM + lane % 16) * BK;
+    for (unsigned n0 = 0; n0 < np; n0 += BN) {
+      /* A warp whose columns lie past the layer's padded width idles. */
+      const bool active = n0 + wc * G::WN < np;
+      for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+        __syncthreads(); /* tile t has landed; every warp is done with the stage it replaces */
+        const unsigned into = s == 0 ? STAGES - 1 : s - 1;
+        load_tile(blob, t + STAGES - 1, net.tiles, sm.stage(into));
+        if (active)
+          multiply<T, PASSES, G>(acc, a + (size_t) (k0 / BK) * (BM * BK), sm.stage(s), wc, lane);
+        s = s + 1 == STAGES ? 0 : s + 1;
+      }
+      if (active)
+        pp::with_act(l.act.kind, [&](auto kind) {
+          store_tile_as<T, decltype(kind)::value, TF32, G>(acc, l, n0, sm.buf(net.src[li + 1]), wr,
+                                                           wc, lane);
+        });
+    }
+  }
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+}
+
+#if PP_WGMMA_TF32
+/* The hidden layers in TF32 by two warpgroups (wgmma), the weight tiles
+ * through a ring (tile_ring.cuh) that thread 0 refills: tile t's products
+ * are waited for only once tile t+1's are issued, so the tensor cores go
+ * on from one tile to the next while the warps wait for the next tile to
+ * land, and a stage goes back to the copy engine as soon as both
+ * warpgroups are done with it. A warpgroup with no columns in a column
+ * tile (a layer 64 wide) only releases its stages. A layer whose output
+ * replaces its input (Net::src, in_place; OVER: the kernel takes such
+ * plans) keeps its column tiles' results in registers and stores them
+ * once every product of the layer is done. */
+template <int STAGES, bool OVER, typename G>
+__device__ __forceinline__ void
+layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
+               const Smem<float, G, STAGES> &sm)
+{
+  constexpr int BM = G::BM, BK = G::BK;
+  /* In 16-byte units, added to the descriptors' low words. */
+  constexpr uint32_t PANEL = BM * BK * 4 / 16, STAGE = BN * BK * 4 / 16, TILE = BN * BK * 4;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wr = warp % 4, wc = warp / 4;
+  const float *const blob = static_cast<const float *>(net.layer[0].w);
+  uint64_t *const full = reinterpret_cast<uint64_t *>(sm.stage(STAGES)), *const empty =
+                                                                             full + STAGES;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; i++) {
+      pp::mbar_init(&full[i], 1);
+      pp::mbar_init(&empty[i], G::WARPS);
+    }
+    pp::mbar_init_fence();
+    for (unsigned i = 0; i < STAGES && i < net.tiles; i++)
+      pp::bulk_fill(sm.stage(i), blob + (size_t) i * BN * BK, TILE, &full[i]);
+  }
+  /* Tile u's stage back to the ring; thread 0 refills it with tile u +
+   * STAGES once every warp has let it go. */
+  auto release = [&](unsigned u) {
+    __syncwarp();
+    if (lane == 0)
+      pp::mbar_arrive(&empty[u % STAGES]);
+    if (threadIdx.x == 0 && u + STAGES < net.tiles) {
+      pp::mbar_wait(&empty[u % STAGES], u / STAGES % 2);
+      pp::bulk_fill(sm.stage(u % STAGES), blob + (size_t) (u + STAGES) * BN * BK, TILE,
+                    &full[u % STAGES]);
+    }
+  };
+  load_rows<BM, G::THREADS, true, true>(x, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
+                                        sm.ld(net.src[0]));
+  pp::fence_for_products(); /* the activations stored, to the products' reads */
+  __syncthreads();
+  float acc[1][8][4] = {}, first[1][8][4] = {}, fin[1][8][4] = {};
+  unsigned t = 0;
+  for (unsigned li = 0; li + 1 < net.n; li++) {
+    const pp_cuda_wide_layer &l = net.layer[li];
+    const uint32_t kp = pad64(l.in), np = pad64(l.out);
+    float *const out = sm.buf(net.src[li + 1]);
+    const bool over = OVER && net.src[li + 1] == net.src[li];
+    /* The layer's first panel, and this warpgroup's rows of stage 0. */
+    const uint32_t a_desc = pp::panel_descriptor_lo(sm.buf(net.src[li]));
+    const uint32_t b_desc = pp::panel_descriptor_lo(sm.stage(0) + wc * G::WN * BK);
+    for (unsigned n0 = 0; n0 < np; n0 += BN) {
+      const bool active = n0 + wc * G::WN < np, last = n0 + BN >= np;
+      if (active) {
+        for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
+          pp::mbar_wait(&full[t % STAGES], t / STAGES % 2);
+          multiply_warpgroup<G>(acc, a_desc + k0 / BK * PANEL, b_desc + t % STAGES * STAGE);
+          pp::wgmma_wait<1>(acc);
+          if (k0)
+            release(t - 1);
+        }
+        pp::wgmma_wait<0>(acc);
+        release(t - 1);
+        pp::with_act(l.act.kind, [&](auto kind) {
+          constexpr int A = decltype(kind)::value;
+          if (!over)
+            store_tile_as<float, A, true, G>(acc, l, n0, out, wr, wc, lane);
+          else { /* kept until the layer's products are done */
+            auto keep = [&](float(&v)[1][8][4]) {
+              finish_tile<float, A, G>(
+                  acc, l, n0, wr, wc, lane,
+                  [&](int mt, int nt, int half, unsigned, unsigned, float v0, float v1) {
+                    v[mt][nt][2 * half] = v0;
+                    v[mt][nt][2 * half + 1] = v1;
+                  });
+            };
+            if (last)
+              keep(fin);
+            else
+              keep(first);
+            zero(acc);
+          }
+        });
+      } else
+        for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
+          pp::mbar_wait(&full[t % STAGES], t / STAGES % 2);
+          release(t);
+        }
+      if (over && last) {
+        __syncthreads(); /* every product of the layer has read its input */
+        if (n0 > 0)
+          put_tile<float, true, G>(first, n0 - BN, out, wr, wc, lane);
+        if (active)
+          put_tile<float, true, G>(fin, n0, out, wr, wc, lane);
+      }
+    }
+    pp::fence_for_products(); /* the layer's activations, to the next one's products */
+    __syncthreads();
+  }
+}
+#endif
+
+} // namespace pp_wide
+
+#endif
