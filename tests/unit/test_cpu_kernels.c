@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_mlp.h"
 #include "testutil.h"
@@ -116,6 +117,39 @@ test_pack_layout(void **state)
   free(packed);
 }
 
+/* GELU (pp_gelu, one exp2 and a polynomial) against x·Φ(x) in double, on
+ * every 61st float of [−8, 8] and past it: within 2.5e-7 relative for
+ * x ≥ 0, 5e-8 absolute for x < 0 (the whole sweep measured 1.9e-7 and
+ * 3.9e-8); infinities, NaN and zeros as x·Φ(x) gives them in float. */
+static void
+test_gelu(void **state)
+{
+  (void) state;
+  double worst_rel = 0, worst_abs = 0;
+  const uint32_t eight = 0x41000000u; /* 8.0f's bits; a float's sign is its top bit */
+  for (uint32_t bits = 0; bits <= eight; bits += 61)
+    for (int sign = 0; sign < 2; sign++) {
+      const uint32_t b = bits | (uint32_t) sign << 31;
+      float x;
+      memcpy(&x, &b, sizeof x);
+      const double want = 0.5 * (double) x * erfc(-(double) x / sqrt(2.0)), got = pp_gelu(x);
+      if (fabs(want) < 0x1p-126) /* the result not a normal float */
+        continue;
+      if (x >= 0)
+        worst_rel = fmax(worst_rel, fabs(got - want) / want);
+      else
+        worst_abs = fmax(worst_abs, fabs(got - want));
+    }
+  print_message("gelu: %.3g relative for x >= 0, %.3g absolute below\n", worst_rel, worst_abs);
+  assert_true(worst_rel <= 2.5e-7);
+  assert_true(worst_abs <= 5e-8);
+  assert_true(pp_gelu(100.0f) == 100.0f && pp_gelu(3e38f) == 3e38f);
+  assert_true(pp_gelu(-100.0f) == 0.0f && signbit(pp_gelu(-100.0f)));
+  assert_true(pp_gelu(0.0f) == 0.0f && !signbit(pp_gelu(0.0f)) && signbit(pp_gelu(-0.0f)));
+  assert_true(pp_gelu(INFINITY) == INFINITY);
+  assert_true(isnan(pp_gelu(-INFINITY)) && isnan(pp_gelu(NAN))); /* −∞·0, as 0.5·x·(1 + erf) */
+}
+
 int
 main(void)
 {
@@ -124,6 +158,7 @@ main(void)
     cmocka_unit_test(test_linear_shapes),
     cmocka_unit_test(test_matvec),
     cmocka_unit_test(test_pack_layout),
+    cmocka_unit_test(test_gelu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
