@@ -98,8 +98,8 @@ n_tiles(const pp_cuda_wide_layer &l, size_t elem)
 }
 
 /* Whether a hidden layer's output, at most two column tiles, may replace
- * its input in the same buffer: the kernel holds the first column tile's
- * results in registers until every product of the layer is done. */
+ * its input in the same buffer: the kernel holds the layer's results in
+ * registers until every product of the layer is done. */
 __host__ __device__ inline bool
 in_place(const pp_cuda_wide_layer &l)
 {
