@@ -106,7 +106,10 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   /* In 16-byte units, added to the descriptors' low words. */
   constexpr uint32_t PANEL = BM * BK * 4 / 16, STAGE = BN * BK * 4 / 16, TILE = BN * BK * 4;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wr = warp % 4, wc = warp / 4;
+  /* The warpgroup from lane 0, which tells the compiler it is the same
+   * across the warp: the descriptors built from it stay in uniform
+   * registers, not moved there before each product. */
+  const int wr = warp % 4, wc = __shfl_sync(0xffffffffu, warp / 4, 0);
   const float *const blob = static_cast<const float *>(net.layer[0].w);
   uint64_t *const full = reinterpret_cast<uint64_t *>(sm.stage(STAGES)), *const empty =
                                                                              full + STAGES;
@@ -119,16 +122,15 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     for (unsigned i = 0; i < STAGES && i < net.tiles; i++)
       pp::bulk_fill(sm.stage(i), blob + (size_t) i * BN * BK, TILE, &full[i]);
   }
-  /* Tile u's stage back to the ring; thread 0 refills it with tile u +
-   * STAGES once every warp has let it go. */
-  auto release = [&](unsigned u) {
+  /* Tile u's stage su back to the ring (its fill's parity pu); thread 0
+   * refills it with tile u + STAGES once every warp has let it go. */
+  auto release = [&](unsigned u, unsigned su, unsigned pu) {
     __syncwarp();
     if (lane == 0)
-      pp::mbar_arrive(&empty[u % STAGES]);
+      pp::mbar_arrive(&empty[su]);
     if (threadIdx.x == 0 && u + STAGES < net.tiles) {
-      pp::mbar_wait(&empty[u % STAGES], u / STAGES % 2);
-      pp::bulk_fill(sm.stage(u % STAGES), blob + (size_t) (u + STAGES) * BN * BK, TILE,
-                    &full[u % STAGES]);
+      pp::mbar_wait(&empty[su], pu);
+      pp::bulk_fill(sm.stage(su), blob + (size_t) (u + STAGES) * BN * BK, TILE, &full[su]);
     }
   };
   load_rows<BM, G::THREADS, true, true>(x, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
@@ -136,7 +138,18 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   pp::fence_for_products(); /* the activations stored, to the products' reads */
   __syncthreads();
   float acc[1][8][4] = {}, first[1][8][4] = {}, fin[1][8][4] = {};
-  unsigned t = 0;
+  /* Tile t lies in stage s, filled in the ring's pass of parity phase;
+   * ps and pph the same of tile t - 1. Counted, not divided from t. */
+  unsigned t = 0, s = 0, phase = 0, ps = 0, pph = 0;
+  auto next = [&]() {
+    ps = s;
+    pph = phase;
+    t++;
+    if (++s == STAGES) {
+      s = 0;
+      phase ^= 1;
+    }
+  };
   for (unsigned li = 0; li + 1 < net.n; li++) {
     const pp_cuda_wide_layer &l = net.layer[li];
     const uint32_t kp = pad64(l.in), np = pad64(l.out);
@@ -148,15 +161,16 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       const bool active = n0 + wc * G::WN < np, last = n0 + BN >= np;
       if (active) {
-        for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
-          pp::mbar_wait(&full[t % STAGES], t / STAGES % 2);
-          multiply_warpgroup<G>(acc, a_desc + k0 / BK * PANEL, b_desc + t % STAGES * STAGE);
+        for (unsigned k0 = 0; k0 < kp; k0 += BK) {
+          pp::mbar_wait(&full[s], phase);
+          multiply_warpgroup<G>(acc, a_desc + k0 / BK * PANEL, b_desc + s * STAGE);
           pp::wgmma_wait<1>(acc);
           if (k0)
-            release(t - 1);
+            release(t - 1, ps, pph);
+          next();
         }
         pp::wgmma_wait<0>(acc);
-        release(t - 1);
+        release(t - 1, ps, pph);
         pp::with_act(l.act.kind, [&](auto kind) {
           constexpr int A = decltype(kind)::value;
           if (!over)
@@ -178,9 +192,10 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
           }
         });
       } else
-        for (unsigned k0 = 0; k0 < kp; k0 += BK, t++) {
-          pp::mbar_wait(&full[t % STAGES], t / STAGES % 2);
-          release(t);
+        for (unsigned k0 = 0; k0 < kp; k0 += BK) {
+          pp::mbar_wait(&full[s], phase);
+          release(t, s, phase);
+          next();
         }
       if (over && last) {
         __syncthreads(); /* every product of the layer has read its input */
