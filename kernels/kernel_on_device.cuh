@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* A kernel allowed the most shared memory a block of the current device
- * may opt in to, once a device: the attribute is the device's, so a launch
- * outside a graph asks the driver nothing more. */
-#ifndef PP_SMEM_OPTIN_CUH
-#define PP_SMEM_OPTIN_CUH
+/* What a kernel may do on the current device, set and asked once a device
+ * (once_a_device.cuh): the most shared memory a block may opt in to, and
+ * whether its sm_90a code runs there. */
+#ifndef PP_KERNEL_ON_DEVICE_CUH
+#define PP_KERNEL_ON_DEVICE_CUH
 
-#include <atomic>
-
-#include <cuda_runtime.h>
+#include "once_a_device.cuh"
 
 namespace pp
 {
@@ -18,19 +16,29 @@ template <auto KERNEL>
 cudaError_t
 allow_smem(int *limit)
 {
-  constexpr int DEVICES = 64;
-  static std::atomic<int> limits[DEVICES]; /* 0: not yet allowed */
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess)
+  return once_a_device<KERNEL>(limit, [](int device, int *v) {
+    cudaError_t err = cudaDeviceGetAttribute(v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, *v);
     return err;
-  if (device < DEVICES && (*limit = limits[device].load(std::memory_order_acquire)) > 0)
-    return cudaSuccess;
-  err = cudaDeviceGetAttribute(limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (err == cudaSuccess)
-    err = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, *limit);
-  if (err == cudaSuccess && device < DEVICES)
-    limits[device].store(*limit, std::memory_order_release);
+  });
+}
+
+/* *yes: whether the current device runs KERNEL's sm_90a code (where its
+ * build has some: wgmma, which the compute_90 PTX compiled for the device
+ * lacks). */
+template <auto KERNEL>
+cudaError_t
+runs_sm90a(bool *yes)
+{
+  int v = 0;
+  const cudaError_t err = once_a_device<KERNEL>(&v, [](int, int *v) {
+    cudaFuncAttributes attr;
+    const cudaError_t e = cudaFuncGetAttributes(&attr, KERNEL);
+    *v = e == cudaSuccess && attr.binaryVersion == 90 ? 2 : 1;
+    return e;
+  });
+  *yes = v == 2;
   return err;
 }
 

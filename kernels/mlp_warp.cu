@@ -32,7 +32,7 @@
 
 #include "activation.cuh"
 #include "frame_rows.cuh"
-#include "smem_optin.cuh"
+#include "kernel_on_device.cuh"
 
 using namespace pp_wide;
 

@@ -33,9 +33,7 @@
  * beside its activations; smaller models get three, and deep too in TF32
  * on warpgroups, whose layers 256 wide and less write over their inputs
  * (net_for). */
-#include <atomic>
-
-#include "smem_optin.cuh"
+#include "kernel_on_device.cuh"
 #include "wide_layers.cuh"
 
 using namespace pp_wide;
@@ -82,35 +80,6 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
     y[row] = pp::activate<pp::ACT_ANY>(last.act, sum + (last.b ? __ldg(last.b) : 0.f));
 }
 
-/* Whether the current device runs the sm_90a build of `KERNEL`, whose
- * TF32 is on warpgroups and takes plans that write a layer over its input
- * (elsewhere the compute_90 PTX, compiled for the device, has mma.sync
- * only). Asked once a device. */
-template <auto KERNEL>
-cudaError_t
-on_warpgroups(bool *yes)
-{
-  constexpr int DEVICES = 64;
-  static std::atomic<int> known[DEVICES]; /* 0: not asked; 1: no; 2: yes */
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess)
-    return err;
-  const int k = device < DEVICES ? known[device].load(std::memory_order_acquire) : 0;
-  if (k) {
-    *yes = k == 2;
-    return cudaSuccess;
-  }
-  cudaFuncAttributes attr;
-  err = cudaFuncGetAttributes(&attr, KERNEL);
-  if (err != cudaSuccess)
-    return err;
-  *yes = attr.binaryVersion == 90;
-  if (device < DEVICES)
-    known[device].store(*yes ? 2 : 1, std::memory_order_release);
-  return cudaSuccess;
-}
-
 /* Three weight tiles in flight where the model leaves room, else two;
  * floats two blocks an SM where two fit, which holds them to 128
  * registers a thread (narrow's 96 KB in TF32: 33.3 µs against 47.3 at one
@@ -136,7 +105,7 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net,
   const size_t two = smem_bytes(net, sizeof(T), 2);
   if (sizeof(T) == 4 && PASSES == 1 && three > (size_t) limit) {
     bool wg = false;
-    if ((err = on_warpgroups<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
+    if ((err = pp::runs_sm90a<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
       return err;
     const Net over = net_for(net.layer, net.n, sizeof(T), true);
     if (wg && smem_bytes(over, sizeof(T), 3) <= (size_t) limit) {
