@@ -28,7 +28,8 @@ once_a_device(int *value, Ask ask)
   if (device < DEVICES && (*value = known[device].load(std::memory_order_acquire)) > 0)
     return cudaSuccess;
   err = ask(device, value);
-  if (err == cudaSuccess && device<DEVICES && * value> 0)
+  const bool answered = err == cudaSuccess && *value > 0;
+  if (answered && device < DEVICES)
     known[device].store(*value, std::memory_order_release);
   return err;
 }
