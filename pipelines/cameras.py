@@ -206,6 +206,13 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: cameras.py CAMERAS.txt")
     Gst.init(None)
+    # PyGObject wraps Gst.Event's type the first time it is used; the
+    # cameras' streaming threads doing that at once in drop_eos sometimes
+    # got an Event without its fields ("no attribute 'type'", "Must be
+    # Gst.Event, not Event"), and the receiver failed. Wrapped here first,
+    # on the main thread, before any pipeline runs.
+    if Gst.Event.new_eos().type != Gst.EventType.EOS or not Gst.PadProbeInfo.get_event:
+        sys.exit("cameras.py: PyGObject does not read GStreamer's events here")
     cameras_listed = read_list(sys.argv[1])
     out_dir = env("OUT_DIR", "" if env("BROKER") else "scores")
     dec = decoder(env("BACKEND", "auto"))
