@@ -64,7 +64,7 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
     in = outs[i];
   }
   void *blob = nullptr;
-  CHECK(cudaMalloc(&blob, pp_cuda_wide_packed_bytes(type, layers.data(), n)));
+  CHECK(cudaMalloc(&blob, pp_cuda_wide_packed_bytes(type, tf32, layers.data(), n)));
   CHECK(pp_cuda_wide_pack(s, type, tf32, layers.data(), n, blob, packed.data()));
 
   /* The frame's bytes and the reader's offsets, as frame_layout.h lays out

@@ -155,14 +155,17 @@ typedef struct {
  * block. */
 size_t pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs);
 
-/* Bytes of the packed blob: every hidden layer's W as the kernel's weight
- * tiles, in the order it uses them, padded with zeros. */
-size_t pp_cuda_wide_packed_bytes(pp_dtype type, const pp_cuda_wide_layer *layers,
+/* Bytes of the packed blob for the current device: every hidden layer's W
+ * as the kernel's weight tiles, in the order it uses them, padded with
+ * zeros (at PP_DTYPE_F32 without `tf32`, on sm_90a, twice the floats: each
+ * weight's two TF32 pieces). */
+size_t pp_cuda_wide_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                                  unsigned n_layers);
 /* Packs `layers` into `blob` on `stream` (a kernel on the device);
  * `packed` gets the layers as the kernel reads them. At PP_DTYPE_F32 the
  * weights are rounded to TF32 where `tf32`, as the kernel's TF32 reads
- * them (a blob for the one is not a blob for the other). */
+ * them, else kept, or on sm_90a split into pieces (a blob for the one is
+ * not a blob for the other, nor for another device). */
 cudaError_t pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32,
                               const pp_cuda_wide_layer *layers, unsigned n_layers, void *blob,
                               pp_cuda_wide_layer *packed);

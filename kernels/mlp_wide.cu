@@ -34,7 +34,7 @@
  * on warpgroups, whose layers 256 wide and less write over their inputs
  * (net_for). */
 #include "kernel_on_device.cuh"
-#include "wide_layers.cuh"
+#include "wide_pieces.cuh"
 
 using namespace pp_wide;
 
@@ -46,19 +46,21 @@ __global__ void
 __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
     mlp_wide(const pp_cuda_a x, unsigned m, unsigned k, const Net net, float *__restrict__ y)
 {
-  /* TF32 on warpgroups where the target has wgmma (its panels want 1,024
-   * bytes' alignment), else warps. */
-  constexpr bool WARPGROUPS = PP_WGMMA_TF32 && sizeof(T) == 4 && PASSES == 1;
+  /* Floats on warpgroups where the target has wgmma (its panels want
+   * 1,024 bytes' alignment), else warps. */
+  constexpr bool WARPGROUPS = PP_WGMMA_TF32 && sizeof(T) == 4;
   using G = GeometryOf<T, WARPGROUPS>;
   constexpr int BM = G::BM;
   extern __shared__ __align__(1024) unsigned char smem[];
   const Smem<T, G, STAGES> sm{ reinterpret_cast<T *>(smem), net };
   const unsigned m0 = blockIdx.x * BM;
 #if PP_WGMMA_TF32
-  if constexpr (WARPGROUPS)
+  if constexpr (WARPGROUPS && PASSES == 1)
     /* Two blocks an SM leave no registers to keep a tile in, and no
      * launch asks them to. */
     layers_on_ring<STAGES, BLOCKS == 1, G>(x, m, k, net, sm);
+  else if constexpr (WARPGROUPS)
+    layers_in_pieces<STAGES, BLOCKS == 1, G>(x, m, k, net, sm);
   else
 #endif
     layers_by_warps<T, PASSES, STAGES, G>(x, m, k, net, sm);
@@ -88,7 +90,8 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
  * their inputs where they may (net_for). */
 template <typename T, int PASSES>
 cudaError_t
-launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net, float *y)
+launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net, unsigned parts,
+       float *y)
 {
   using G = GeometryOf<T>;
   constexpr int TWO = sizeof(T) == 4 ? 2 : 1; /* 16-bit blocks are 512 threads */
@@ -103,11 +106,11 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net,
   const unsigned blocks = (m + G::BM - 1) / G::BM;
   size_t three = smem_bytes(net, sizeof(T), 3);
   const size_t two = smem_bytes(net, sizeof(T), 2);
-  if (sizeof(T) == 4 && PASSES == 1 && three > (size_t) limit) {
+  if (sizeof(T) == 4 && three > (size_t) limit) {
     bool wg = false;
     if ((err = pp::runs_sm90a<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
       return err;
-    const Net over = net_for(net.layer, net.n, sizeof(T), true);
+    const Net over = net_for(net.layer, net.n, sizeof(T), true, parts);
     if (wg && smem_bytes(over, sizeof(T), 3) <= (size_t) limit) {
       net = over;
       three = smem_bytes(net, sizeof(T), 3);
@@ -129,6 +132,12 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net,
 
 } // namespace
 
+cudaError_t
+pp_wide::exact_on_warpgroups(bool *yes)
+{
+  return pp::runs_sm90a<mlp_wide<float, 3, 3, 1>>(yes);
+}
+
 extern "C" cudaError_t
 pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                  const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, bool tf32,
@@ -137,23 +146,27 @@ pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k
   uint32_t outs[PP_MAX_WIDE];
   if (!launchable(stream, x, m, k, packed, n_layers, y, outs))
     return cudaErrorInvalidValue;
+  unsigned parts = 1;
+  const cudaError_t err = tile_parts(type, tf32, &parts);
+  if (err != cudaSuccess)
+    return err;
   /* The blob's layers follow one another, as pp_cuda_wide_pack lays them. */
   for (unsigned i = 1; i + 1 < n_layers; i++)
     if (static_cast<const uint8_t *>(packed[i].w) !=
         static_cast<const uint8_t *>(packed[i - 1].w) +
-            (size_t) n_tiles(packed[i - 1], pp_dtype_size(type)) * BN * TILE_ROW_BYTES)
+            (size_t) n_tiles(packed[i - 1], pp_dtype_size(type), parts) * BN * TILE_ROW_BYTES)
       return cudaErrorInvalidValue;
   const size_t smem = pp_cuda_mlp_wide_smem(type, k, n_layers, outs);
   if (smem == 0)
     return cudaErrorInvalidValue;
-  const Net net = net_for(packed, n_layers, pp_dtype_size(type));
+  const Net net = net_for(packed, n_layers, pp_dtype_size(type), false, parts);
   switch (type) {
     case PP_DTYPE_BF16:
-      return launch<__nv_bfloat16, 1>(stream, *x, m, k, net, y);
+      return launch<__nv_bfloat16, 1>(stream, *x, m, k, net, parts, y);
     case PP_DTYPE_F16:
-      return launch<__half, 1>(stream, *x, m, k, net, y);
+      return launch<__half, 1>(stream, *x, m, k, net, parts, y);
     default:
-      return tf32 ? launch<float, 1>(stream, *x, m, k, net, y)
-                  : launch<float, 3>(stream, *x, m, k, net, y);
+      return tf32 ? launch<float, 1>(stream, *x, m, k, net, parts, y)
+                  : launch<float, 3>(stream, *x, m, k, net, parts, y);
   }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The wide kernel's weights packed into its blob, once a model, and the
  * shared memory a model needs (wide_layout.cuh has the geometry): 16-bit
- * weights, or floats for the kernel's exact FP32, or rounded to TF32 for
- * its TF32. */
+ * weights, or floats for the kernel's exact FP32 (in TF32 pieces where it
+ * runs on warpgroups), or rounded to TF32 for its TF32. */
 #include "dtype.cuh"
 #include "mma_tf32.cuh"
 #include "wide_layout.cuh"
@@ -37,12 +37,42 @@ pack_tiles(const T *__restrict__ w, uint32_t in, uint32_t out, bool tf32, T *__r
   }
 }
 
-/* One layer's tiles packed into dst, on `stream`. */
+/* Layer w's tiles for exact FP32 on warpgroups (wide_layout.cuh,
+ * PIECE_PARTS): each tile's two parts, a warpgroup's 64 columns each,
+ * their high TF32 pieces (nearest, as the kernel splits its activations)
+ * and then their low ones, v - hi, inputs in piece_k's order, swizzled as
+ * a stage holds them. */
+__global__ void
+pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst,
+            size_t count)
+{
+  constexpr unsigned BK = GeometryOf<float>::BK, HALF = BN / 2 * BK; /* a piece's floats a part */
+  const unsigned k_tiles = pad64(in) / BK;
+  for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
+       e += (size_t) gridDim.x * blockDim.x) {
+    const size_t part = e / (2 * HALF), tile = part / PIECE_PARTS;
+    const unsigned within = e % (2 * HALF), piece = within / HALF, row = within % HALF / BK;
+    const unsigned i = within % BK;
+    const unsigned n = (unsigned) (tile / k_tiles) * BN + (unsigned) (part % 2) * (BN / 2) + row;
+    const unsigned j = (unsigned) (tile % k_tiles) * BK + piece_k(i);
+    const float v = n < out && j < in ? w[(size_t) n * in + j] : 0.f;
+    const float hi = __uint_as_float(pp::nearest_tf32_bits(v));
+    dst[e - within + piece * HALF + row * BK + swz<float>(row, i)] = piece ? v - hi : hi;
+  }
+}
+
+/* One layer's tiles packed into dst, on `stream`, in `parts`. */
 template <typename T>
 void
-pack_layer(cudaStream_t stream, const pp_cuda_wide_layer &l, bool tf32, T *dst, size_t count)
+pack_layer(cudaStream_t stream, const pp_cuda_wide_layer &l, bool tf32, unsigned parts, T *dst,
+           size_t count)
 {
   const unsigned blocks = (unsigned) ((count + 255) / 256 < 1024 ? (count + 255) / 256 : 1024);
+  if constexpr (sizeof(T) == 4)
+    if (parts == PIECE_PARTS) {
+      pack_pieces<<<blocks, 256, 0, stream>>>(static_cast<const T *>(l.w), l.in, l.out, dst, count);
+      return;
+    }
   pack_tiles<<<blocks, 256, 0, stream>>>(static_cast<const T *>(l.w), l.in, l.out, tf32, dst,
                                          count);
 }
@@ -63,11 +93,15 @@ pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32
 }
 
 extern "C" size_t
-pp_cuda_wide_packed_bytes(pp_dtype type, const pp_cuda_wide_layer *layers, unsigned n_layers)
+pp_cuda_wide_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
+                          unsigned n_layers)
 {
+  unsigned parts = 1;
+  if (tile_parts(type, tf32, &parts) != cudaSuccess)
+    parts = PIECE_PARTS; /* the most it may be: the packer reports the error */
   size_t tiles = 0;
   for (unsigned i = 0; i + 1 < n_layers; i++)
-    tiles += n_tiles(layers[i], pp_dtype_size(type));
+    tiles += n_tiles(layers[i], pp_dtype_size(type), parts);
   return tiles * BN * TILE_ROW_BYTES;
 }
 
@@ -79,14 +113,19 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
       type >= PP_N_DTYPES)
     return cudaErrorInvalidValue;
   const size_t elem = pp_dtype_size(type);
+  unsigned parts = 1;
+  const cudaError_t err = tile_parts(type, tf32, &parts);
+  if (err != cudaSuccess)
+    return err;
   size_t at = 0; /* bytes */
   for (unsigned i = 0; i < n_layers; i++) {
     packed[i] = layers[i];
     if (i + 1 == n_layers)
       break;
-    const size_t count = (size_t) n_tiles(layers[i], elem) * BN * TILE_ROW_BYTES / elem;
+    const size_t count = (size_t) n_tiles(layers[i], elem, parts) * BN * TILE_ROW_BYTES / elem;
     void *dst = static_cast<uint8_t *>(blob) + at;
-    PP_DTYPE_DISPATCH(type, T, pack_layer(stream, layers[i], tf32, static_cast<T *>(dst), count));
+    PP_DTYPE_DISPATCH(type, T,
+                      pack_layer(stream, layers[i], tf32, parts, static_cast<T *>(dst), count));
     packed[i].w = dst;
     at += count * elem;
   }

@@ -60,6 +60,20 @@ panel_descriptor(uint32_t lo)
 }
 
 #if PP_WGMMA_TF32
+/* A warpgroup's m64n64 accumulator, float d[1][8][4], in a wgmma's asm:
+ * its 32 registers in the template, and as operands read and written. */
+#define PP_WGMMA_D                                                                                 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "    \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+#define PP_WGMMA_ACC(d)                                                                            \
+  "+f"(d[0][0][0]), "+f"(d[0][0][1]), "+f"(d[0][0][2]), "+f"(d[0][0][3]), "+f"(d[0][1][0]),        \
+      "+f"(d[0][1][1]), "+f"(d[0][1][2]), "+f"(d[0][1][3]), "+f"(d[0][2][0]), "+f"(d[0][2][1]),    \
+      "+f"(d[0][2][2]), "+f"(d[0][2][3]), "+f"(d[0][3][0]), "+f"(d[0][3][1]), "+f"(d[0][3][2]),    \
+      "+f"(d[0][3][3]), "+f"(d[0][4][0]), "+f"(d[0][4][1]), "+f"(d[0][4][2]), "+f"(d[0][4][3]),    \
+      "+f"(d[0][5][0]), "+f"(d[0][5][1]), "+f"(d[0][5][2]), "+f"(d[0][5][3]), "+f"(d[0][6][0]),    \
+      "+f"(d[0][6][1]), "+f"(d[0][6][2]), "+f"(d[0][6][3]), "+f"(d[0][7][0]), "+f"(d[0][7][1]),    \
+      "+f"(d[0][7][2]), "+f"(d[0][7][3])
+
 /* Registers written by ordinary instructions (the accumulator, zeroed as
  * it was stored) before a wgmma reads them. */
 __device__ __forceinline__ void
@@ -82,19 +96,25 @@ __device__ __forceinline__ void
 wgmma_m64n64k8(float (&d)[1][8][4], uint64_t a, uint64_t b)
 {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " PP_WGMMA_D
                "%32, %33, p, 1, 1;\n}\n"
-               : "+f"(d[0][0][0]), "+f"(d[0][0][1]), "+f"(d[0][0][2]), "+f"(d[0][0][3]),
-                 "+f"(d[0][1][0]), "+f"(d[0][1][1]), "+f"(d[0][1][2]), "+f"(d[0][1][3]),
-                 "+f"(d[0][2][0]), "+f"(d[0][2][1]), "+f"(d[0][2][2]), "+f"(d[0][2][3]),
-                 "+f"(d[0][3][0]), "+f"(d[0][3][1]), "+f"(d[0][3][2]), "+f"(d[0][3][3]),
-                 "+f"(d[0][4][0]), "+f"(d[0][4][1]), "+f"(d[0][4][2]), "+f"(d[0][4][3]),
-                 "+f"(d[0][5][0]), "+f"(d[0][5][1]), "+f"(d[0][5][2]), "+f"(d[0][5][3]),
-                 "+f"(d[0][6][0]), "+f"(d[0][6][1]), "+f"(d[0][6][2]), "+f"(d[0][6][3]),
-                 "+f"(d[0][7][0]), "+f"(d[0][7][1]), "+f"(d[0][7][2]), "+f"(d[0][7][3])
+               : PP_WGMMA_ACC(d)
                : "l"(a), "l"(b));
+}
+
+/* d += A (64 × 8, each thread's a: (g, t), (g + 8, t), (g, t + 4), (g +
+ * 8, t + 4) of its warp's 16 rows, mma.sync's A fragment) · B (64 × 8 at
+ * b)ᵀ, TF32 in, FP32 sums: A from registers, for operands split into
+ * pieces as they are read (wide_pieces.cuh). a is read after the
+ * instruction is issued, until a wait that covers it. */
+__device__ __forceinline__ void
+wgmma_m64n64k8_rs(float (&d)[1][8][4], const uint32_t (&a)[4], uint64_t b)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " PP_WGMMA_D
+               "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+               : PP_WGMMA_ACC(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
 /* The accumulator's registers pinned here: the compiler sees each as read

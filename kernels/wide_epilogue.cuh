@@ -117,6 +117,55 @@ put_tile(const float (&v)[G::MT][G::NT][4], unsigned n0, T *h, int wr, int wc, i
       }
 }
 
+/* A warpgroup's column tile of layer l finished (its sums in acc, mma.sync's
+ * layout; wgmma_tf32.cuh): stored into `out` as store_tile_as stores, or
+ * where the layer writes over its input (`over`) kept in registers until
+ * every product of the layer is done, the layer's last column tile in
+ * fin, the one before in first (at most two: in_place); acc zeroed. */
+template <bool TF32, typename G>
+__device__ __forceinline__ void
+finish_column_tile(float (&acc)[1][8][4], const pp_cuda_wide_layer &l, unsigned n0, float *out,
+                   bool over, bool last, float (&first)[1][8][4], float (&fin)[1][8][4], int wr,
+                   int wc, int lane)
+{
+  pp::with_act(l.act.kind, [&](auto kind) {
+    constexpr int A = decltype(kind)::value;
+    if (!over)
+      store_tile_as<float, A, TF32, G>(acc, l, n0, out, wr, wc, lane);
+    else {
+      auto keep = [&](float(&v)[1][8][4]) {
+        finish_tile<float, A, G>(
+            acc, l, n0, wr, wc, lane,
+            [&](int mt, int nt, int half, unsigned, unsigned, float v0, float v1) {
+              v[mt][nt][2 * half] = v0;
+              v[mt][nt][2 * half + 1] = v1;
+            });
+      };
+      if (last)
+        keep(fin);
+      else
+        keep(first);
+      zero(acc);
+    }
+  });
+}
+
+/* A layer written over its input, after its last column tile: once every
+ * product of the layer has read the input (the block meets), the kept
+ * tiles stored, first's the column tile before n0's, fin's n0's where the
+ * warpgroup has columns there (active). */
+template <bool TF32, typename G>
+__device__ __forceinline__ void
+put_kept(const float (&first)[1][8][4], const float (&fin)[1][8][4], unsigned n0, bool active,
+         float *out, int wr, int wc, int lane)
+{
+  __syncthreads();
+  if (n0 > 0)
+    put_tile<float, TF32, G>(first, n0 - BN, out, wr, wc, lane);
+  if (active)
+    put_tile<float, TF32, G>(fin, n0, out, wr, wc, lane);
+}
+
 } // namespace pp_wide
 
 #endif

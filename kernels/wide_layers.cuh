@@ -171,39 +171,15 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
         }
         pp::wgmma_wait<0>(acc);
         release(t - 1, ps, pph);
-        pp::with_act(l.act.kind, [&](auto kind) {
-          constexpr int A = decltype(kind)::value;
-          if (!over)
-            store_tile_as<float, A, true, G>(acc, l, n0, out, wr, wc, lane);
-          else { /* kept until the layer's products are done */
-            auto keep = [&](float(&v)[1][8][4]) {
-              finish_tile<float, A, G>(
-                  acc, l, n0, wr, wc, lane,
-                  [&](int mt, int nt, int half, unsigned, unsigned, float v0, float v1) {
-                    v[mt][nt][2 * half] = v0;
-                    v[mt][nt][2 * half + 1] = v1;
-                  });
-            };
-            if (last)
-              keep(fin);
-            else
-              keep(first);
-            zero(acc);
-          }
-        });
+        finish_column_tile<true, G>(acc, l, n0, out, over, last, first, fin, wr, wc, lane);
       } else
         for (unsigned k0 = 0; k0 < kp; k0 += BK) {
           pp::mbar_wait(&full[s], phase);
           release(t, s, phase);
           next();
         }
-      if (over && last) {
-        __syncthreads(); /* every product of the layer has read its input */
-        if (n0 > 0)
-          put_tile<float, true, G>(first, n0 - BN, out, wr, wc, lane);
-        if (active)
-          put_tile<float, true, G>(fin, n0, out, wr, wc, lane);
-      }
+      if (over && last)
+        put_kept<true, G>(first, fin, n0, active, out, wr, wc, lane);
     }
     pp::fence_for_products(); /* the layer's activations, to the next one's products */
     __syncthreads();

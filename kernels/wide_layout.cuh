@@ -48,7 +48,7 @@ using GeometryOf = Geometry<(int) sizeof(T), WARPGROUPS>;
 struct Net {
   pp_cuda_wide_layer layer[PP_MAX_WIDE]; /* layer[0].w: the blob's first tile */
   unsigned n;
-  unsigned tiles;               /* in the blob */
+  unsigned tiles;               /* in the blob (parts, where tiles are in parts) */
   uint32_t ld[2];               /* each activation buffer's row stride, in elements */
   uint8_t src[PP_MAX_WIDE + 1]; /* the buffer (0, 1) that holds each layer's input */
 };
@@ -89,12 +89,46 @@ place(unsigned row, unsigned col, uint32_t ld)
     return row * ld + swz<T>(row, col);
 }
 
-/* A hidden layer's weight tiles of `elem`-byte values: column tiles ×
- * input tiles. */
-__host__ __device__ inline unsigned
-n_tiles(const pp_cuda_wide_layer &l, size_t elem)
+/* Exact FP32 on warpgroups (wide_pieces.cuh) multiplies two TF32 pieces
+ * of each operand, the activations' split as each warp reads them into
+ * registers, the weights' once by the packer. A weight tile is then two
+ * parts of a tile's bytes, one for each warpgroup's 64 columns, each those
+ * columns' high pieces (64 rows of 128 bytes, as a tile's rows lie) and
+ * then their low pieces. */
+constexpr unsigned PIECE_PARTS = 2;
+
+/* In such a part, the input a row holds at position i of its 32: the
+ * products take a k-step's 8 inputs, thread t those at t and t + 4, so
+ * with inputs in this order a thread's eight of a tile's four k-steps lie
+ * in two neighbouring 16-byte chunks of a row of activations, two loads,
+ * not eight. The products add the same terms in their own order. */
+__host__ __device__ constexpr unsigned
+piece_k(unsigned i)
 {
-  return (pad64(l.out) + BN - 1) / BN * (unsigned) (pad64(l.in) * elem / TILE_ROW_BYTES);
+  return 8 * (i % 8 % 4) + 2 * (i / 8) + i % 8 / 4;
+}
+
+/* Whether the current device runs the wide kernel's exact FP32 on
+ * warpgroups (mlp_wide.cu), which reads its weights in parts. */
+cudaError_t exact_on_warpgroups(bool *yes);
+
+/* The parts a weight tile is packed in at this precision on the current
+ * device: PIECE_PARTS where exact FP32 runs on warpgroups, else 1. */
+inline cudaError_t
+tile_parts(pp_dtype type, bool tf32, unsigned *parts)
+{
+  bool yes = false;
+  const cudaError_t err = type == PP_DTYPE_F32 && !tf32 ? exact_on_warpgroups(&yes) : cudaSuccess;
+  *parts = yes ? PIECE_PARTS : 1;
+  return err;
+}
+
+/* A hidden layer's weight tiles of `elem`-byte values: column tiles ×
+ * input tiles, each in `parts` of a tile's bytes. */
+__host__ __device__ inline unsigned
+n_tiles(const pp_cuda_wide_layer &l, size_t elem, unsigned parts = 1)
+{
+  return (pad64(l.out) + BN - 1) / BN * (unsigned) (pad64(l.in) * elem / TILE_ROW_BYTES) * parts;
 }
 
 /* Whether a hidden layer's output, at most two column tiles, may replace
@@ -110,9 +144,11 @@ in_place(const pp_cuda_wide_layer &l)
  * `inplace`, a layer that may (in_place) writing over its input, which
  * leaves more of shared memory for weight tiles (deep's 192-512-256-64:
  * 176 KB of activations, not 192). Each buffer's stride: the widest input
- * it holds. The blob's tiles of `elem`-byte values. */
+ * it holds. The blob's tiles of `elem`-byte values, in `parts` each
+ * (Net::tiles counts parts). */
 inline Net
-net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem, bool inplace = false)
+net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem, bool inplace = false,
+        unsigned parts = 1)
 {
   Net net = {};
   net.n = n_layers;
@@ -123,7 +159,7 @@ net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem, bool i
     net.ld[b] = ld > net.ld[b] ? ld : net.ld[b];
     net.src[i + 1] = inplace && i + 1 < n_layers && in_place(layers[i]) ? b : 1 - b;
     if (i + 1 < n_layers)
-      net.tiles += n_tiles(layers[i], elem);
+      net.tiles += n_tiles(layers[i], elem, parts);
   }
   return net;
 }
@@ -155,14 +191,19 @@ launchable(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
   return true;
 }
 
+/* Room for a stage's barriers where a ring holds the tiles
+ * (tile_ring.cuh): two, or three where exact FP32's warpgroups each wait
+ * for their own parts (wide_pieces.cuh). */
+constexpr unsigned STAGE_BARRIER_BYTES = 24;
+
 /* Shared memory a block of `elem`-byte values needs with `stages` weight
- * tiles, and each stage's two barriers where a ring holds them
- * (tile_ring.cuh). */
+ * tiles and their barriers. */
 inline size_t
 smem_bytes(const Net &net, size_t elem, int stages)
 {
   const size_t bm = elem == 2 ? Geometry<2>::BM : Geometry<4>::BM;
-  return bm * (net.ld[0] + net.ld[1]) * elem + (size_t) stages * (BN * TILE_ROW_BYTES + 16);
+  return bm * (net.ld[0] + net.ld[1]) * elem +
+         (size_t) stages * (BN * TILE_ROW_BYTES + STAGE_BARRIER_BYTES);
 }
 
 } // namespace pp_wide

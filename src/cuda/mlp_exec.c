@@ -46,7 +46,8 @@ pack_wide(pp_mlp_exec *e, char **msg)
     return 0;
   const size_t warp_smem = pp_cuda_mlp_warp_smem(e->dtype, e->layout.k, w->n_layers, outs);
   e->warp_fits = warp_smem > 0 && warp_smem <= (size_t) limit;
-  err = cudaMalloc(&e->wide_blob, pp_cuda_wide_packed_bytes(e->dtype, layers, w->n_layers));
+  err =
+      cudaMalloc(&e->wide_blob, pp_cuda_wide_packed_bytes(e->dtype, e->tf32, layers, w->n_layers));
   if (err == cudaSuccess)
     err =
         pp_cuda_wide_pack(e->setup, e->dtype, e->tf32, layers, w->n_layers, e->wide_blob, e->wide);

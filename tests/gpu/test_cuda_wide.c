@@ -131,7 +131,8 @@ packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n,
     layers[i] = (pp_cuda_wide_layer){ w_floats ? (const void *) l->w : l->w16, l->b, l->in, l->out,
                                       l->act };
   }
-  void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, layers, n_layers));
+  void *blob =
+      device_copy(NULL, pp_cuda_wide_packed_bytes(t, p == PP_PRECISION_TF32, layers, n_layers));
   CHECK_CUDA(
       pp_cuda_wide_pack(kc_stream, t, p == PP_PRECISION_TF32, layers, n_layers, blob, packed));
   float *d_y = device_poisoned(n);
