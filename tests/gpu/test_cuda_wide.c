@@ -20,6 +20,9 @@
  * same sums rounded alike, so only the last layer's FP32 sums differ in
  * order (PP_WARP_WIDE_TOL).
  *
+ * And exact FP32 on several streams at once, against a watchdog and one
+ * launch's bits.
+ *
  * Exits 77 without a CUDA device; PP_GPU_QUICK=1 keeps the small shapes. */
 #include <math.h>
 #include <string.h>
@@ -280,6 +283,87 @@ test_wide_mlp(void **state)
              narrow_acts, true);
 }
 
+/* Exact FP32 launched again and again on four streams at once, as a
+ * pipeline's slots launch it, deep's shape and hd's: every launch ends
+ * within a minute, and each stream's last results are the bits of one
+ * launch alone. Its ring's copies land in any order under such load; a
+ * warpgroup that waited on the wrong fill would take the other's part
+ * and stall the ring (dev/ring-model.py). */
+static void
+test_wide_exact_on_streams(void **state)
+{
+  (void) state;
+  enum { STREAMS = 4, LAUNCHES = 100 };
+  test_rng rng;
+  test_rng_seed(&rng, seed + 13);
+  const uint32_t deep[] = { 512, 256, 64, 1 }, hd[] = { 256, 1 };
+  const pp_act deep_acts[] = { G, G, S, ID }, hd_acts[] = { R, ID };
+  const struct {
+    const uint32_t *outs;
+    const pp_act *acts;
+    unsigned n_layers;
+  } shapes[] = { { deep, deep_acts, 4 }, { hd, hd_acts, 2 } };
+  for (size_t si = 0; si < G_N_ELEMENTS(shapes); si++) {
+    input in = make_input(&rng, PP_LAYOUT_PATCHES, PP_PIXEL_RGB, quick ? 3000 : 32400, 0, 8);
+    const uint32_t n = in.layout.n, k = in.layout.k;
+    const unsigned n_layers = shapes[si].n_layers;
+    pp_model *m = random_layers(&rng, k, n_layers, shapes[si].outs, shapes[si].acts, true);
+    pp_gpu_weights gw = { 0 };
+    char *msg = NULL;
+    if (pp_gpu_weights_upload(&gw, m, PP_DTYPE_F32, kc_stream, &msg) < 0)
+      fail_msg("uploading the weights: %s", msg);
+    pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
+    for (unsigned i = 0; i < n_layers; i++) {
+      const pp_gpu_layer *l = &gw.layers[i];
+      layers[i] = (pp_cuda_wide_layer){ l->w, l->b, l->in, l->out, l->act };
+    }
+    void *blob =
+        device_copy(NULL, pp_cuda_wide_packed_bytes(PP_DTYPE_F32, false, layers, n_layers));
+    CHECK_CUDA(pp_cuda_wide_pack(kc_stream, PP_DTYPE_F32, false, layers, n_layers, blob, packed));
+    float *d_once = device_poisoned(n);
+    CHECK_CUDA(
+        pp_cuda_mlp_wide(kc_stream, &in.a, n, k, packed, n_layers, PP_DTYPE_F32, false, d_once));
+    float *once = host_result(d_once, n);
+    cudaStream_t streams[STREAMS];
+    float *d_y[STREAMS];
+    for (int i = 0; i < STREAMS; i++) {
+      CHECK_CUDA(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+      d_y[i] = device_poisoned(n);
+    }
+    for (int r = 0; r < LAUNCHES; r++)
+      for (int i = 0; i < STREAMS; i++)
+        CHECK_CUDA(pp_cuda_mlp_wide(streams[i], &in.a, n, k, packed, n_layers, PP_DTYPE_F32, false,
+                                    d_y[i]));
+    const gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (int i = 0; i < STREAMS; i++) {
+      cudaError_t err;
+      while ((err = cudaStreamQuery(streams[i])) == cudaErrorNotReady) {
+        if (g_get_monotonic_time() > deadline)
+          fail_msg("exact fp32, %u layers: %d launches on %d streams not done after 60 s: the "
+                   "wide kernel's ring stalled",
+                   n_layers, LAUNCHES, STREAMS);
+        g_usleep(1000);
+      }
+      CHECK_CUDA(err);
+    }
+    for (int i = 0; i < STREAMS; i++) {
+      float *y = host_result(d_y[i], n);
+      if (memcmp(y, once, n * sizeof(float)) != 0)
+        fail_msg("exact fp32, %u layers: stream %d's results differ from one launch alone",
+                 n_layers, i);
+      g_free(y);
+      cudaFree(d_y[i]);
+      CHECK_CUDA(cudaStreamDestroy(streams[i]));
+    }
+    g_free(once);
+    cudaFree(d_once);
+    cudaFree(blob);
+    pp_gpu_weights_free(&gw);
+    pp_model_free(m);
+    free_input(&in);
+  }
+}
+
 /* Every one of the 65,536 values of each 16-bit type through a GELU
  * layer of the wide kernel and of the warp kernel, 32 wide (a warp's columns, none past the
  * layer's width), weight 1, no bias, then the mean of its 32 equal
@@ -373,6 +457,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wide_mlp),
+    cmocka_unit_test(test_wide_exact_on_streams),
     cmocka_unit_test(test_wide_gelu_every_value),
     cmocka_unit_test(test_wide_checks_shapes),
   };
