@@ -85,13 +85,13 @@ __launch_bounds__(GeometryOf<T>::THREADS, BLOCKS)
 /* Three weight tiles in flight where the model leaves room, else two;
  * floats two blocks an SM where two fit, which holds them to 128
  * registers a thread (narrow's 96 KB in TF32: 33.3 µs against 47.3 at one
- * block and 140 registers), else one. In TF32 on warpgroups a model that
+ * block and 140 registers), else one. Floats on warpgroups: a model that
  * leaves room for two only (deep's) gets three by writing layers over
  * their inputs where they may (net_for). */
 template <typename T, int PASSES>
 cudaError_t
-launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net, unsigned parts,
-       float *y)
+launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k,
+       const pp_cuda_wide_layer *packed, unsigned n_layers, float *y)
 {
   using G = GeometryOf<T>;
   constexpr int TWO = sizeof(T) == 4 ? 2 : 1; /* 16-bit blocks are 512 threads */
@@ -103,14 +103,23 @@ launch(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, Net net,
     err = pp::allow_smem<mlp_wide<T, PASSES, 2, 1>>(&limit);
   if (err != cudaSuccess)
     return err;
+  /* Whether the sm_90a code runs: exact FP32 there reads its tiles in
+   * parts (tile_parts, as the packer asked); asked below for TF32 only
+   * where a layer over its input would help. */
+  bool wg = false;
+  if (PASSES == 3 && (err = pp::runs_sm90a<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
+    return err;
+  const unsigned parts = PASSES == 3 && wg ? PIECE_PARTS : 1;
+  if (!chained(packed, n_layers, sizeof(T), parts))
+    return cudaErrorInvalidValue;
+  Net net = net_for(packed, n_layers, sizeof(T), false, parts);
   const unsigned blocks = (m + G::BM - 1) / G::BM;
   size_t three = smem_bytes(net, sizeof(T), 3);
   const size_t two = smem_bytes(net, sizeof(T), 2);
   if (sizeof(T) == 4 && three > (size_t) limit) {
-    bool wg = false;
-    if ((err = pp::runs_sm90a<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
+    if (PASSES == 1 && (err = pp::runs_sm90a<mlp_wide<T, PASSES, 3, 1>>(&wg)) != cudaSuccess)
       return err;
-    const Net over = net_for(net.layer, net.n, sizeof(T), true, parts);
+    const Net over = net_for(packed, n_layers, sizeof(T), true, parts);
     if (wg && smem_bytes(over, sizeof(T), 3) <= (size_t) limit) {
       net = over;
       three = smem_bytes(net, sizeof(T), 3);
@@ -146,27 +155,15 @@ pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k
   uint32_t outs[PP_MAX_WIDE];
   if (!launchable(stream, x, m, k, packed, n_layers, y, outs))
     return cudaErrorInvalidValue;
-  unsigned parts = 1;
-  const cudaError_t err = tile_parts(type, tf32, &parts);
-  if (err != cudaSuccess)
-    return err;
-  /* The blob's layers follow one another, as pp_cuda_wide_pack lays them. */
-  for (unsigned i = 1; i + 1 < n_layers; i++)
-    if (static_cast<const uint8_t *>(packed[i].w) !=
-        static_cast<const uint8_t *>(packed[i - 1].w) +
-            (size_t) n_tiles(packed[i - 1], pp_dtype_size(type), parts) * BN * TILE_ROW_BYTES)
-      return cudaErrorInvalidValue;
-  const size_t smem = pp_cuda_mlp_wide_smem(type, k, n_layers, outs);
-  if (smem == 0)
+  if (pp_cuda_mlp_wide_smem(type, k, n_layers, outs) == 0)
     return cudaErrorInvalidValue;
-  const Net net = net_for(packed, n_layers, pp_dtype_size(type), false, parts);
   switch (type) {
     case PP_DTYPE_BF16:
-      return launch<__nv_bfloat16, 1>(stream, *x, m, k, net, parts, y);
+      return launch<__nv_bfloat16, 1>(stream, *x, m, k, packed, n_layers, y);
     case PP_DTYPE_F16:
-      return launch<__half, 1>(stream, *x, m, k, net, parts, y);
+      return launch<__half, 1>(stream, *x, m, k, packed, n_layers, y);
     default:
-      return tf32 ? launch<float, 1>(stream, *x, m, k, net, parts, y)
-                  : launch<float, 3>(stream, *x, m, k, net, parts, y);
+      return tf32 ? launch<float, 1>(stream, *x, m, k, packed, n_layers, y)
+                  : launch<float, 3>(stream, *x, m, k, packed, n_layers, y);
   }
 }

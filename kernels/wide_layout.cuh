@@ -164,6 +164,20 @@ net_for(const pp_cuda_wide_layer *layers, unsigned n_layers, size_t elem, bool i
   return net;
 }
 
+/* Whether the packed layers follow one another in the blob, as
+ * pp_cuda_wide_pack lays them, their tiles of `elem`-byte values in
+ * `parts` each. */
+inline bool
+chained(const pp_cuda_wide_layer *packed, unsigned n_layers, size_t elem, unsigned parts)
+{
+  for (unsigned i = 1; i + 1 < n_layers; i++)
+    if (static_cast<const uint8_t *>(packed[i].w) !=
+        static_cast<const uint8_t *>(packed[i - 1].w) +
+            (size_t) n_tiles(packed[i - 1], elem, parts) * BN * TILE_ROW_BYTES)
+      return false;
+  return true;
+}
+
 /* Whether the one-kernel MLPs that read the packed blob (wide, warp) take
  * a model of these widths: 2 to 8 layers, hidden ones 1 to max_d wide, one
  * output. */
