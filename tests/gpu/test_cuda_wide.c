@@ -114,22 +114,19 @@ smem_limit(void)
   return limit;
 }
 
-/* The wide kernel's (or the warp kernel's, where `warp`) n results of `m`
- * at `t` on the device's X `a`, its weights uploaded and packed as the
- * executor does. */
-static float *
-packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n, uint32_t k,
-              bool warp)
+/* m's weights at p uploaded into *gw and packed as the executor does:
+ * the blob (device memory), `packed` its layers as the kernels read them. */
+static void *
+pack_model(const pp_model *m, pp_precision p, pp_gpu_weights *gw, pp_cuda_wide_layer *packed)
 {
   const pp_dtype t = pp_precision_dtype(p);
   const unsigned n_layers = m->n_layers;
-  pp_gpu_weights gw = { 0 };
   char *msg = NULL;
-  if (pp_gpu_weights_upload(&gw, m, t, kc_stream, &msg) < 0)
+  if (pp_gpu_weights_upload(gw, m, t, kc_stream, &msg) < 0)
     fail_msg("uploading the weights: %s", msg);
-  pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
+  pp_cuda_wide_layer layers[PP_MAX_WIDE];
   for (unsigned i = 0; i < n_layers; i++) {
-    const pp_gpu_layer *l = &gw.layers[i];
+    const pp_gpu_layer *l = &gw->layers[i];
     const bool w_floats = i + 1 == n_layers || t == PP_DTYPE_F32;
     layers[i] = (pp_cuda_wide_layer){ w_floats ? (const void *) l->w : l->w16, l->b, l->in, l->out,
                                       l->act };
@@ -138,9 +135,23 @@ packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n,
       device_copy(NULL, pp_cuda_wide_packed_bytes(t, p == PP_PRECISION_TF32, layers, n_layers));
   CHECK_CUDA(
       pp_cuda_wide_pack(kc_stream, t, p == PP_PRECISION_TF32, layers, n_layers, blob, packed));
+  return blob;
+}
+
+/* The wide kernel's (or the warp kernel's, where `warp`) n results of `m`
+ * at `t` on the device's X `a`, its weights uploaded and packed as the
+ * executor does. */
+static float *
+packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n, uint32_t k,
+              bool warp)
+{
+  const pp_dtype t = pp_precision_dtype(p);
+  pp_gpu_weights gw = { 0 };
+  pp_cuda_wide_layer packed[PP_MAX_WIDE];
+  void *blob = pack_model(m, p, &gw, packed);
   float *d_y = device_poisoned(n);
-  CHECK_CUDA(warp ? pp_cuda_mlp_warp(kc_stream, a, n, k, packed, n_layers, t, d_y)
-                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, n_layers, t,
+  CHECK_CUDA(warp ? pp_cuda_mlp_warp(kc_stream, a, n, k, packed, m->n_layers, t, d_y)
+                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, m->n_layers, t,
                                      p == PP_PRECISION_TF32, d_y));
   float *y = host_result(d_y, n);
   cudaFree(d_y);
@@ -309,17 +320,8 @@ test_wide_exact_on_streams(void **state)
     const unsigned n_layers = shapes[si].n_layers;
     pp_model *m = random_layers(&rng, k, n_layers, shapes[si].outs, shapes[si].acts, true);
     pp_gpu_weights gw = { 0 };
-    char *msg = NULL;
-    if (pp_gpu_weights_upload(&gw, m, PP_DTYPE_F32, kc_stream, &msg) < 0)
-      fail_msg("uploading the weights: %s", msg);
-    pp_cuda_wide_layer layers[PP_MAX_WIDE], packed[PP_MAX_WIDE];
-    for (unsigned i = 0; i < n_layers; i++) {
-      const pp_gpu_layer *l = &gw.layers[i];
-      layers[i] = (pp_cuda_wide_layer){ l->w, l->b, l->in, l->out, l->act };
-    }
-    void *blob =
-        device_copy(NULL, pp_cuda_wide_packed_bytes(PP_DTYPE_F32, false, layers, n_layers));
-    CHECK_CUDA(pp_cuda_wide_pack(kc_stream, PP_DTYPE_F32, false, layers, n_layers, blob, packed));
+    pp_cuda_wide_layer packed[PP_MAX_WIDE];
+    void *blob = pack_model(m, PP_PRECISION_FP32, &gw, packed);
     float *d_once = device_poisoned(n);
     CHECK_CUDA(
         pp_cuda_mlp_wide(kc_stream, &in.a, n, k, packed, n_layers, PP_DTYPE_F32, false, d_once));
