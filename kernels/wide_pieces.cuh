@@ -93,9 +93,11 @@ multiply_pieces(float (&acc)[1][8][4], const uint32_t (&hi)[4][4], const uint32_
  * pieces are read into the same registers, and its part released then;
  * the other warpgroup's products keep the tensor cores busy meanwhile.
  * Reading the next k-tile's pieces into a second set of registers while
- * this one's products ran, and releasing each part only once the next
- * one's were issued, as layers_on_ring does, was slower: deep's MLP 305
- * µs against 213 (dev/wide-bench, docs/PERFORMANCE.md). */
+ * this one's products ran, releasing each part only once the next one's
+ * were issued as layers_on_ring does, was slower (deep's MLP 305 µs
+ * against 213, both with one `full` barrier a stage); releasing it as
+ * here, no faster (225 against 225): the products, not the reads, hold
+ * the loop (docs/PERFORMANCE.md, What exact FP32 on warpgroups changes). */
 template <int STAGES, bool OVER, typename G>
 __device__ __forceinline__ void
 layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
