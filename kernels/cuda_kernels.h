@@ -158,7 +158,7 @@ size_t pp_cuda_mlp_wide_smem(pp_dtype type, uint32_t k, unsigned n_layers, const
 /* Bytes of the packed blob for the current device: every hidden layer's W
  * as the kernel's weight tiles, in the order it uses them, padded with
  * zeros (at PP_DTYPE_F32 without `tf32`, on sm_90a, twice the floats: each
- * weight's two TF32 pieces). */
+ * weight's two TF32 pieces, and then the first layer's column sums). */
 size_t pp_cuda_wide_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                                  unsigned n_layers);
 /* Packs `layers` into `blob` on `stream` (a kernel on the device);

@@ -61,6 +61,20 @@ pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__res
   }
 }
 
+/* Each of the first layer's columns' sum of weights, in double, zero up
+ * to pad64(out) (wide_layout.cuh, column_sums). */
+__global__ void
+sum_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
+{
+  const unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= pad64(out))
+    return;
+  double sum = 0;
+  for (uint32_t j = 0; n < out && j < in; j++)
+    sum += w[(size_t) n * in + j];
+  dst[n] = (float) sum;
+}
+
 /* One layer's tiles packed into dst, on `stream`, in `parts`. */
 template <typename T>
 void
@@ -102,7 +116,7 @@ pp_cuda_wide_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *la
   size_t tiles = 0;
   for (unsigned i = 0; i + 1 < n_layers; i++)
     tiles += n_tiles(layers[i], pp_dtype_size(type), parts);
-  return tiles * BN * TILE_ROW_BYTES;
+  return tiles * BN * TILE_ROW_BYTES + (parts == PIECE_PARTS ? column_sums_bytes(layers[0]) : 0);
 }
 
 extern "C" cudaError_t
@@ -129,5 +143,9 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     packed[i].w = dst;
     at += count * elem;
   }
+  if (parts == PIECE_PARTS)
+    sum_columns<<<(pad64(layers[0].out) + 127) / 128, 128, 0, stream>>>(
+        static_cast<const float *>(layers[0].w), layers[0].in, layers[0].out,
+        reinterpret_cast<float *>(static_cast<uint8_t *>(blob) + at));
   return cudaGetLastError();
 }

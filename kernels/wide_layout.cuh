@@ -108,6 +108,18 @@ piece_k(unsigned i)
   return 8 * (i % 8 % 4) + 2 * (i / 8) + i % 8 / 4;
 }
 
+/* Where the frame's inputs are bytes, exact FP32 on warpgroups multiplies
+ * the bytes themselves, which TF32 holds exactly, so their low pieces and
+ * the products of those drop out of the first layer; the reader's scale
+ * and bias (byte·scale + bias) come in after the products, as
+ * scale·Σ byte·w + bias·Σ w. The packer stores each of the first layer's
+ * columns' Σ w after the parts, pad64(out) floats. */
+__host__ __device__ inline size_t
+column_sums_bytes(const pp_cuda_wide_layer &first)
+{
+  return pad64(first.out) * sizeof(float);
+}
+
 /* Whether the current device runs the wide kernel's exact FP32 on
  * warpgroups (mlp_wide.cu), which reads its weights in parts. */
 cudaError_t exact_on_warpgroups(bool *yes);

@@ -6,6 +6,9 @@
  * pieces (wide_layout.cuh, PIECE_PARTS), and the activations, which no
  * room is left to store twice (deep's fill 176 KB), are split as each
  * warp reads them into registers, the form of A that wgmma also takes.
+ * A frame's bytes need no split: the first layer multiplies them as they
+ * are, two products a k-step, and the reader's scale and bias come after
+ * (from_bytes).
  *
  * The ring is layers_on_ring's (wide_layers.cuh), with one difference: a
  * stage holds one warpgroup's part of a tile, 64 columns' two pieces, so
@@ -28,7 +31,9 @@ namespace pp_wide
 /* A k-tile's A pieces for this thread: its rows g and g + 8 of the warp's
  * 16 (wr), the 8 inputs the packer's order (piece_k) gives lane t, two
  * 16-byte chunks a row of the panel `p`; hi[j], lo[j] the k-step j
- * fragments (wgmma_m64n64k8_rs's a). */
+ * fragments (wgmma_m64n64k8_rs's a); where EXACT (bytes, which TF32
+ * holds), hi alone. */
+template <bool EXACT>
 __device__ __forceinline__ void
 a_pieces(uint32_t (&hi)[4][4], uint32_t (&lo)[4][4], const float *p, int wr, int lane)
 {
@@ -51,7 +56,10 @@ a_pieces(uint32_t (&hi)[4][4], uint32_t (&lo)[4][4], const float *p, int wr, int
     };
 #pragma unroll
     for (int i = 0; i < 4; i++)
-      pp::tf32_pieces(w[i], hi[j][i], lo[j][i]);
+      if constexpr (EXACT)
+        hi[j][i] = w[i]; /* a byte: lo is zero and not read */
+      else
+        pp::tf32_pieces(w[i], hi[j][i], lo[j][i]);
   }
 }
 
@@ -68,8 +76,9 @@ pin(uint32_t (&hi)[4][4], uint32_t (&lo)[4][4])
 
 /* acc += a k-tile: a warpgroup's 64 rows (hi, lo) times its 64 columns'
  * pieces in a stage (b: the descriptor's low word of their high pieces;
- * the low ones lie a half tile on), four k-steps of three products,
- * issued and committed. */
+ * the low ones lie a half tile on), four k-steps of three products (two
+ * where A is EXACT: no lo), issued and committed. */
+template <bool EXACT>
 __device__ __forceinline__ void
 multiply_pieces(float (&acc)[1][8][4], const uint32_t (&hi)[4][4], const uint32_t (&lo)[4][4],
                 uint32_t b)
@@ -79,11 +88,32 @@ multiply_pieces(float (&acc)[1][8][4], const uint32_t (&hi)[4][4], const uint32_
   pp::wgmma_fence();
 #pragma unroll
   for (int j = 0; j < 4; j++) { /* 32 bytes a step: 2 in the address's units */
-    pp::wgmma_m64n64k8_rs(acc, lo[j], pp::panel_descriptor(b + 2 * j));
+    if constexpr (!EXACT)
+      pp::wgmma_m64n64k8_rs(acc, lo[j], pp::panel_descriptor(b + 2 * j));
     pp::wgmma_m64n64k8_rs(acc, hi[j], pp::panel_descriptor(b + LO + 2 * j));
     pp::wgmma_m64n64k8_rs(acc, hi[j], pp::panel_descriptor(b + 2 * j));
   }
   pp::wgmma_commit();
+}
+
+/* A warpgroup's products of bytes made the products of the values the
+ * reader gives, byte·scale + bias (wide_layout.cuh, column_sums_bytes):
+ * acc·scale + bias·Σ w of each column, `sums` the layer's. */
+template <typename G>
+__device__ __forceinline__ void
+from_bytes(float (&acc)[1][8][4], float scale, float bias, const float *sums, unsigned n0, int wc,
+           int lane)
+{
+#pragma unroll
+  for (int nt = 0; nt < 8; nt++) {
+    const float2 sum =
+        __ldg(reinterpret_cast<const float2 *>(sums + n0 + wc * G::WN + nt * 8 + 2 * (lane % 4)));
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      acc[0][nt][2 * half] = fmaf(acc[0][nt][2 * half], scale, bias * sum.x);
+      acc[0][nt][2 * half + 1] = fmaf(acc[0][nt][2 * half + 1], scale, bias * sum.y);
+    }
+  }
 }
 
 /* The hidden layers in exact FP32 by two warpgroups, as layers_on_ring
@@ -150,7 +180,13 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
       phase ^= 1;
     }
   };
-  load_rows<BM, G::THREADS, false, true>(x, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
+  const bool bytes = x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER;
+  pp_cuda_a raw = x; /* bytes as they are: the reader's scale and bias come after */
+  if (bytes) {
+    raw.scale = 1.f;
+    raw.bias = 0.f;
+  }
+  load_rows<BM, G::THREADS, false, true>(raw, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
                                          sm.ld(net.src[0]));
   pp::fence_for_products(); /* the activations stored, to the products' reads */
   __syncthreads();
@@ -166,14 +202,22 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       const bool active = n0 + wc * G::WN < np, last = n0 + BN >= np;
       if (active) {
-        for (unsigned kt = 0; kt < kp / BK; kt++) {
-          a_pieces(hi, lo, in + (size_t) kt * (BM * BK), wr, lane);
-          wait_full();
-          multiply_pieces(acc, hi, lo, b_desc + s * STAGE);
-          pp::wgmma_wait<0>(acc);
-          pin(hi, lo); /* no value takes their registers while the products read them */
-          release_next();
-        }
+        auto k_tiles = [&](auto exact) {
+          constexpr bool EXACT = decltype(exact)::value;
+          for (unsigned kt = 0; kt < kp / BK; kt++) {
+            a_pieces<EXACT>(hi, lo, in + (size_t) kt * (BM * BK), wr, lane);
+            wait_full();
+            multiply_pieces<EXACT>(acc, hi, lo, b_desc + s * STAGE);
+            pp::wgmma_wait<0>(acc);
+            pin(hi, lo); /* no value takes their registers while the products read them */
+            release_next();
+          }
+        };
+        if (li == 0 && bytes) {
+          k_tiles(std::true_type{});
+          from_bytes<G>(acc, x.scale, x.bias, blob + (size_t) net.tiles * BN * BK, n0, wc, lane);
+        } else
+          k_tiles(std::false_type{});
         finish_column_tile<false, G>(acc, l, n0, out, over, last, first, fin, wr, wc, lane);
       } else
         for (unsigned kt = 0; kt < kp / BK; kt++) {

@@ -4,7 +4,7 @@
  * kernel that reads the same packed weights (mlp_warp.cu, 16 bits), their
  * weights uploaded (weights.c) and packed (pp_cuda_wide_pack) as the
  * executor does, at odd widths, 2 to 8 layers, every activation, with and
- * without bias, floats, bytes in rows and in patches, against two float64
+ * without bias, floats, bytes in rows and in patches (centred too), against two float64
  * references:
  *
  * - the model itself: within the precision's scaled bound (testutil.h);
@@ -160,14 +160,39 @@ packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n,
   return y;
 }
 
+/* Bytes read as byte·scale + `centre` rather than with no bias, X's
+ * floats as the reader gives them. */
+static void
+centre_bytes(input *in, float centre)
+{
+  const float scale = in->layout.scale;
+  for (size_t i = 0; i < (size_t) in->layout.n * in->layout.k; i++)
+    in->x[i] = fmaf((float) lrintf(in->x[i] / scale), scale, centre);
+  in->layout.bias = in->a.bias = centre;
+}
+
+static void check_input(test_rng *rng, const char *name, input *in, unsigned n_layers,
+                        const uint32_t *outs, const pp_act *acts, bool bias);
+
 static void
 check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format, uint32_t n,
            uint32_t k, uint32_t patch, unsigned n_layers, const uint32_t *outs, const pp_act *acts,
            bool bias)
 {
   input in = make_input(rng, kind, format, n, k, patch);
-  n = in.layout.n;
-  k = in.layout.k;
+  check_input(rng, name, &in, n_layers, outs, acts, bias);
+  free_input(&in);
+}
+
+/* The wide kernel's (and the warp kernel's, where it takes the model)
+ * results of a random model of these widths on `in` at every precision,
+ * against float64 and the model rounded where the kernel rounds. */
+static void
+check_input(test_rng *rng, const char *name, input *in_, unsigned n_layers, const uint32_t *outs,
+            const pp_act *acts, bool bias)
+{
+  const input in = *in_;
+  const uint32_t n = in.layout.n, k = in.layout.k;
   pp_model *m = random_layers(rng, k, n_layers, outs, acts, bias);
   double *ref = g_new(double, n), *mag = g_new(double, n), *rounded = g_new(double, n);
   test_reference_mlp(m, in.x, n, ref, mag);
@@ -214,7 +239,6 @@ check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format
   }
   g_free(ref), g_free(mag), g_free(rounded);
   pp_model_free(m);
-  free_input(&in);
 }
 
 static void
@@ -228,6 +252,12 @@ test_wide_mlp(void **state)
   const pp_act deep_acts[] = { G, G, S, ID };
   check_wide(&rng, "deep rgb patches", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8, 4, deep,
              deep_acts, true);
+  /* The same on bytes centred by the reader's bias, which exact FP32 adds
+   * after the first layer's products of the bytes themselves. */
+  input centred = make_input(&rng, PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8);
+  centre_bytes(&centred, -0.5f);
+  check_input(&rng, "deep rgb patches, centred", &centred, 4, deep, deep_acts, true);
+  free_input(&centred);
   /* Odd widths, no bias, floats of an odd K. */
   const uint32_t odd[] = { 45, 300, 7, 1 };
   const pp_act odd_acts[] = { T, L, Sg, Gt };
