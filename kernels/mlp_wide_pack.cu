@@ -62,7 +62,7 @@ pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__res
 }
 
 /* Each of the first layer's columns' sum of weights, in double, zero up
- * to pad64(out) (wide_layout.cuh, column_sums). */
+ * to pad64(out) (wide_layout.cuh, column_sums_bytes). */
 __global__ void
 sum_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
 {

@@ -171,27 +171,14 @@ centre_bytes(input *in, float centre)
   in->layout.bias = in->a.bias = centre;
 }
 
-static void check_input(test_rng *rng, const char *name, input *in, unsigned n_layers,
-                        const uint32_t *outs, const pp_act *acts, bool bias);
-
-static void
-check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format, uint32_t n,
-           uint32_t k, uint32_t patch, unsigned n_layers, const uint32_t *outs, const pp_act *acts,
-           bool bias)
-{
-  input in = make_input(rng, kind, format, n, k, patch);
-  check_input(rng, name, &in, n_layers, outs, acts, bias);
-  free_input(&in);
-}
-
 /* The wide kernel's (and the warp kernel's, where it takes the model)
- * results of a random model of these widths on `in` at every precision,
+ * results of a random model of these widths on `src` at every precision,
  * against float64 and the model rounded where the kernel rounds. */
 static void
-check_input(test_rng *rng, const char *name, input *in_, unsigned n_layers, const uint32_t *outs,
-            const pp_act *acts, bool bias)
+check_input(test_rng *rng, const char *name, const input *src, unsigned n_layers,
+            const uint32_t *outs, const pp_act *acts, bool bias)
 {
-  const input in = *in_;
+  const input in = *src;
   const uint32_t n = in.layout.n, k = in.layout.k;
   pp_model *m = random_layers(rng, k, n_layers, outs, acts, bias);
   double *ref = g_new(double, n), *mag = g_new(double, n), *rounded = g_new(double, n);
@@ -239,6 +226,16 @@ check_input(test_rng *rng, const char *name, input *in_, unsigned n_layers, cons
   }
   g_free(ref), g_free(mag), g_free(rounded);
   pp_model_free(m);
+}
+
+static void
+check_wide(test_rng *rng, const char *name, pp_layout_kind kind, pp_pixel_format format, uint32_t n,
+           uint32_t k, uint32_t patch, unsigned n_layers, const uint32_t *outs, const pp_act *acts,
+           bool bias)
+{
+  input in = make_input(rng, kind, format, n, k, patch);
+  check_input(rng, name, &in, n_layers, outs, acts, bias);
+  free_input(&in);
 }
 
 static void
