@@ -10,8 +10,7 @@
 #include <glib.h>
 #include <math.h>
 
-/* splitmix64: a tiny, well-mixed generator, so the same dimensions give the
- * same weights on every machine. */
+/* splitmix64: a tiny, well-mixed generator of 64-bit words. */
 static uint64_t
 splitmix64(uint64_t *state)
 {
