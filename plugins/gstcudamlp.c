@@ -30,6 +30,7 @@
 #include "cudamlppreload.h"
 #include "cudamlpprops.h"
 #include "cudamlpstats.h"
+#include "cudamlppads.h"
 #include "cudamlpstream.h"
 #include "cudamlptrace.h"
 #include "debug_env.h"
