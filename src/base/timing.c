@@ -13,6 +13,12 @@ pp_now_ns(void)
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+double
+pp_ms_since(int64_t t0)
+{
+  return (pp_now_ns() - t0) / 1e6;
+}
+
 static int
 compare_double(const void *a, const void *b)
 {

@@ -46,7 +46,7 @@ pp_mlp_exec_use_cublas(pp_mlp_exec *e, double *load_ms, char **msg)
   void *handle = NULL;
   const int64_t t0 = pp_now_ns();
   const int status = lt->create(&handle);
-  pp_log(PP_LOG_DEBUG, "cuda", "cublasLtCreate: %.1f ms", (pp_now_ns() - t0) / 1e6);
+  pp_log(PP_LOG_DEBUG, "cuda", "cublasLtCreate: %.1f ms", pp_ms_since(t0));
   if (status != 0)
     return pp_cuda_fail_text(msg, "cublasLtCreate", lt->status_string(status), __FILE__, __LINE__);
   e->lt = lt;
@@ -71,7 +71,7 @@ ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
   CUDA_CHECK(cudaStreamSynchronize(e->setup));
   e->split_pieces = pieces;
   pp_log(PP_LOG_DEBUG, "cuda", "layer 0's weights split in %u pieces: %.1f ms", pieces,
-         (pp_now_ns() - t0) / 1e6);
+         pp_ms_since(t0));
   return 0;
 }
 
@@ -152,7 +152,7 @@ pp_mlp_exec_make_gemm(pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigne
   const int64_t t0 = pp_now_ns();
   LT_CHECK(e->lt->plan(e->lt_handle, &shape, algo, &made.gemm));
   pp_log(PP_LOG_DEBUG, "cuda", "layer %u's cuBLASLt algorithm for %u rows: %.1f ms", layer, rows,
-         (pp_now_ns() - t0) / 1e6);
+         pp_ms_since(t0));
   if (!e->gemms)
     e->gemms = g_array_new(FALSE, FALSE, sizeof(made_gemm));
   g_array_append_val(e->gemms, made);
