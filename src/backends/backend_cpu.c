@@ -247,7 +247,7 @@ cpu_configure(pp_backend *base, const pp_model *model, const pp_frame_layout *la
     w->thread = g_thread_new("pp-cpu-slot", worker_main, w);
     b->n_workers = i + 1;
   }
-  b->startup = (pp_startup_times){ .configure_ms = (pp_now_ns() - start) / 1e6 };
+  b->startup = (pp_startup_times){ .configure_ms = pp_ms_since(start) };
   return 0;
 }
 

@@ -41,7 +41,7 @@ pp_lt_get(double *load_ms, char **msg)
     const int64_t t0 = pp_now_ns();
     table = open_table(&failure);
     if (load_ms)
-      *load_ms = (pp_now_ns() - t0) / 1e6;
+      *load_ms = pp_ms_since(t0);
     g_once_init_leave(&done, 1);
   }
   if (!table && msg)
