@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The wide kernel alone on deep's, narrow's and hd's shapes (1080p RGB 8×8
  * patches; bf16, or floats as TF32 or exact FP32), random weights, and the
- * warp kernel (bf16 only) where the shape's hidden layers are at most 64
- * wide (narrow's): µs a launch, the median of 9 batches of 20 back to
+ * warp kernel where the shape's hidden layers are at most 64 wide
+ * (narrow's): µs a launch, the median of 9 batches of 20 back to
  * back. For profiling (ncu) and for trying the kernels' tile sizes: its
  * question is how fast a kernel is away from the pipeline.
  * `wide-bench [SHAPE [wide|warp [bf16|tf32|fp32]]]`. */
@@ -64,8 +64,13 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
     in = outs[i];
   }
   void *blob = nullptr;
-  CHECK(cudaMalloc(&blob, pp_cuda_wide_packed_bytes(type, tf32, layers.data(), n)));
-  CHECK(pp_cuda_wide_pack(s, type, tf32, layers.data(), n, blob, packed.data()));
+  if (warp) {
+    CHECK(cudaMalloc(&blob, pp_cuda_warp_packed_bytes(type, tf32, layers.data(), n)));
+    CHECK(pp_cuda_warp_pack(s, type, tf32, layers.data(), n, blob, packed.data()));
+  } else {
+    CHECK(cudaMalloc(&blob, pp_cuda_wide_packed_bytes(type, tf32, layers.data(), n)));
+    CHECK(pp_cuda_wide_pack(s, type, tf32, layers.data(), n, blob, packed.data()));
+  }
 
   /* The frame's bytes and the reader's offsets, as frame_layout.h lays out
    * patches: input k of a patch is its pixel (k/3 % P, k/3 / P), channel k%3. */
@@ -100,7 +105,7 @@ run(const char *name, const std::vector<uint32_t> &outs, pp_act hidden, bool war
   for (int b = 0; b < 10; b++) {
     CHECK(cudaEventRecord(start, s));
     for (int i = 0; i < 20; i++)
-      CHECK(warp ? pp_cuda_mlp_warp(s, &a, N, K, packed.data(), n, type, d_y)
+      CHECK(warp ? pp_cuda_mlp_warp(s, &a, N, K, packed.data(), n, type, tf32, d_y)
                  : pp_cuda_mlp_wide(s, &a, N, K, packed.data(), n, type, tf32, d_y));
     CHECK(cudaEventRecord(stop, s));
     CHECK(cudaEventSynchronize(stop));
@@ -133,7 +138,7 @@ main(int argc, char **argv)
     return 2;
   }
   const bool wide = !kernel || !strcmp(kernel, "wide");
-  const bool warp = (!kernel || !strcmp(kernel, "warp")) && !strcmp(p, "bf16");
+  const bool warp = !kernel || !strcmp(kernel, "warp");
   int rc = 0;
   if ((!only || !strcmp(only, "deep")) && wide)
     rc |= run("deep", { 512, 256, 64, 1 }, PP_ACT(PP_ACT_GELU), false, p, s);

@@ -177,23 +177,34 @@ cudaError_t pp_cuda_mlp_wide(cudaStream_t stream, const pp_cuda_a *x, uint32_t m
                              const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type,
                              bool tf32, float *y);
 
-/* ---- An MLP at a 16-bit precision in one kernel, hidden layers ≤ 64 wide,
- * O = 1 (mlp_warp.cu): each warp carries its rows through every layer in
- * registers, the model's hidden weights in shared memory. It reads the
- * wide kernel's packed layers (pp_cuda_wide_pack), so a model packed once
- * runs on either. */
+/* ---- An MLP in one kernel, hidden layers ≤ 64 wide, O = 1 (mlp_warp.cu):
+ * each warp carries its rows through every layer in registers, the
+ * model's hidden weights in shared memory, at bf16, fp16, TF32 or exact
+ * FP32 (as pp_cuda_mlp_wide's `tf32`). */
 
 #define PP_WARP_MAX_D 64
 
 /* The shared memory a block needs for a model of these widths (k inputs)
  * in `type`; 0 when the kernel does not take it (2 to 8 layers, hidden
- * ones 1..64 wide, one output, bf16 or f16). The model fits where this is
- * non-zero and at most the device's opt-in limit a block. */
+ * ones 1..64 wide, one output). The model fits where this is non-zero and
+ * at most the device's opt-in limit a block. */
 size_t pp_cuda_mlp_warp_smem(pp_dtype type, uint32_t k, unsigned n_layers, const uint32_t *outs);
+
+/* Bytes of the kernel's packed weights: every hidden layer's W as a block
+ * copies it into shared memory (and at PP_DTYPE_F32 without `tf32`, the
+ * first layer's column sums). */
+size_t pp_cuda_warp_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
+                                 unsigned n_layers);
+/* Packs `layers` (hidden ones at most PP_WARP_MAX_D wide) into `blob` on
+ * `stream`; `packed` gets the layers as the kernel reads them. At
+ * PP_DTYPE_F32 the weights are rounded to TF32 where `tf32`, else kept. */
+cudaError_t pp_cuda_warp_pack(cudaStream_t stream, pp_dtype type, bool tf32,
+                              const pp_cuda_wide_layer *layers, unsigned n_layers, void *blob,
+                              pp_cuda_wide_layer *packed);
 
 cudaError_t pp_cuda_mlp_warp(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
                              const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type,
-                             float *y);
+                             bool tf32, float *y);
 
 /* ---- A frame's done signal ---------------------------------------------
  * When a kernel does a frame's whole work, its last block to finish writes

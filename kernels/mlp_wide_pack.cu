@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The wide kernel's weights packed into its blob, once a model, and the
- * shared memory a model needs (wide_layout.cuh has the geometry): 16-bit
- * weights, or floats for the kernel's exact FP32 (in TF32 pieces where it
- * runs on warpgroups), or rounded to TF32 for its TF32. */
+/* The weights of the kernels that keep a model on chip, packed once a
+ * model: the wide kernel's blob and the shared memory a model needs
+ * (wide_layout.cuh has the geometry), and the warp kernel's image
+ * (warp_layout.cuh). 16-bit weights, or floats for exact FP32 (in TF32
+ * pieces where the wide kernel runs it on warpgroups), or rounded to TF32
+ * for TF32. */
 #include "dtype.cuh"
 #include "mma_tf32.cuh"
-#include "wide_layout.cuh"
+#include "warp_layout.cuh"
 
 using namespace pp_wide;
 
@@ -58,6 +60,25 @@ pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__res
     const float v = n < out && j < in ? w[(size_t) n * in + j] : 0.f;
     const float hi = __uint_as_float(pp::nearest_tf32_bits(v));
     dst[e - within + piece * HALF + row * BK + swz<float>(row, i)] = piece ? v - hi : hi;
+  }
+}
+
+/* Layer w (out × in) as the warp kernel's image holds it: D rows of kp,
+ * each row's chunks swizzled (swz, its own inverse), zero past out and
+ * in; floats rounded to TF32 where tf32. */
+template <typename T>
+__global__ void
+pack_image(const T *__restrict__ w, uint32_t in, uint32_t out, uint32_t kp, bool tf32,
+           T *__restrict__ dst)
+{
+  const size_t count = (size_t) pp_warp::D * kp;
+  for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
+       e += (size_t) gridDim.x * blockDim.x) {
+    const unsigned n = (unsigned) (e / kp), j = swz<T>(n, (unsigned) (e % kp));
+    T v = n < out && j < in ? w[(size_t) n * in + j] : pp::from_float<T>(0.f);
+    if constexpr (sizeof(T) == 4)
+      v = tf32 ? __uint_as_float(pp::to_tf32(v)) : v;
+    dst[e] = v;
   }
 }
 
@@ -147,5 +168,43 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     sum_columns<<<(pad64(layers[0].out) + 127) / 128, 128, 0, stream>>>(
         static_cast<const float *>(layers[0].w), layers[0].in, layers[0].out,
         reinterpret_cast<float *>(static_cast<uint8_t *>(blob) + at));
+  return cudaGetLastError();
+}
+
+extern "C" size_t
+pp_cuda_warp_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
+                          unsigned n_layers)
+{
+  return n_layers < 2 ? 0 : pp_warp::packed_bytes(type, tf32, n_layers, pad64(layers[0].in));
+}
+
+extern "C" cudaError_t
+pp_cuda_warp_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
+                  unsigned n_layers, void *blob, pp_cuda_wide_layer *packed)
+{
+  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE ||
+      type >= PP_N_DTYPES)
+    return cudaErrorInvalidValue;
+  const uint32_t kp = pad64(layers[0].in);
+  for (unsigned i = 0; i < n_layers; i++) {
+    packed[i] = layers[i];
+    if (i + 1 == n_layers)
+      break;
+    if (layers[i].out > pp_warp::D || (i > 0 && layers[i].in != layers[i - 1].out))
+      return cudaErrorInvalidValue;
+    const uint32_t ld = i ? pp_warp::D : kp;
+    const size_t at = pp_warp::w_offset(i, kp) * pp_dtype_size(type);
+    void *dst = static_cast<uint8_t *>(blob) + at;
+    PP_DTYPE_DISPATCH(type, T,
+                      pack_image<<<(pp_warp::D * ld + 255) / 256, 256, 0, stream>>>(
+                          static_cast<const T *>(layers[i].w), layers[i].in, layers[i].out, ld,
+                          tf32, static_cast<T *>(dst)));
+    packed[i].w = dst;
+  }
+  if (pp_warp::has_sums(type, tf32))
+    sum_columns<<<1, pp_warp::D, 0, stream>>>(
+        static_cast<const float *>(layers[0].w), layers[0].in, layers[0].out,
+        reinterpret_cast<float *>(static_cast<uint8_t *>(blob) +
+                                  pp_warp::w_offset(n_layers - 1, kp) * sizeof(float)));
   return cudaGetLastError();
 }

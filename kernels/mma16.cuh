@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* 16-bit tensor-core building blocks (sm_80 and later): 16-byte copies to
- * shared memory (cp.async), fragments from shared memory (ldmatrix), the
+/* 16-bit tensor-core building blocks (sm_80 and later): 16- and 4-byte
+ * copies to shared memory (cp.async), fragments from shared memory (ldmatrix), the
  * m16n8k16 product with FP32 sums for bf16 and f16, and values rounded to
  * those types. */
 #ifndef PP_MMA16_CUH
@@ -30,6 +30,14 @@ __device__ __forceinline__ void
 cp_async16(void *smem, const void *global)
 {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(smem)), "l"(global));
+}
+
+/* A word, or zeros where !ok (global is then not read). */
+__device__ __forceinline__ void
+cp_async4(void *smem, const void *global, bool ok)
+{
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_addr(smem)), "l"(global),
+               "r"(ok ? 4 : 0));
 }
 
 __device__ __forceinline__ void

@@ -13,7 +13,7 @@
  *          bytes on TF32 tensor cores, W in P exact pieces), rowdot (a last
  *          layer of few outputs); or one kernel for the whole MLP: fused,
  *          small:R (R rows a block), wide (hidden layers ≤ 512), warp
- *          (16 bits, hidden layers ≤ 64)
+ *          (hidden layers ≤ 64)
  * frames   whole (copy in, run, copy out), chunks:C (C overlapped pieces),
  *          in-place (kernels read the pinned frame and write the result)
  * graphs   the kernels as a CUDA graph per slot (on) or launched (off)
@@ -36,9 +36,9 @@
 
 /* The kernels the planner chooses among, as a number: raised with each new
  * one (2: the chain kernel behind fused for 3 to 8 layers; 3: wide; 4:
- * warp; 5: wide in floats), so cached plans made without it are made
- * again. */
-#define PP_CUDA_KERNELS_VERSION 5
+ * warp; 5: wide in floats; 6: warp in floats), so cached plans made
+ * without it are made again. */
+#define PP_CUDA_KERNELS_VERSION 6
 
 /* How a layer runs on the GPU, or (fused, small) the whole MLP. */
 typedef enum {

@@ -7,8 +7,8 @@
  * conversion kernel before a first layer of bytes); the split path's exact
  * TF32 pieces for a first layer; the row-dot kernel for a last layer of few outputs; or one
  * kernel for the whole MLP (two layers: fused or small; more, every hidden
- * layer at most 64 wide: the chain kernel, also named fused; hidden layers
- * up to 512 wide: wide; at 16 bits, up to 64: warp). The cuBLASLt GEMMs themselves are
+ * layer at most 64 wide: the chain kernel, also named fused, and warp;
+ * hidden layers up to 512 wide: wide). The cuBLASLt GEMMs themselves are
  * made in mlp_gemms.c. */
 #include <errno.h>
 #include <glib.h>
@@ -19,15 +19,13 @@
 
 /* ---- set-up ------------------------------------------------------------- */
 
-/* Where the model fits the device's shared memory: the wide kernel's
- * weights packed once, which the warp kernel reads too at 16 bits where
- * the hidden layers are narrow enough. */
-static int
-pack_wide(pp_mlp_exec *e, char **msg)
+/* The layers as the kernels that keep the model on chip read them: the
+ * hidden layers' weights in the activations' type, the last one's in
+ * floats. */
+static void
+on_chip_layers(const pp_mlp_exec *e, pp_cuda_wide_layer *layers, uint32_t *outs)
 {
   const pp_gpu_weights *w = e->w;
-  uint32_t outs[PP_MAX_LAYERS];
-  pp_cuda_wide_layer layers[PP_MAX_LAYERS];
   for (unsigned i = 0; i < w->n_layers; i++) {
     const pp_gpu_layer *l = &w->layers[i];
     outs[i] = l->out;
@@ -35,26 +33,40 @@ pack_wide(pp_mlp_exec *e, char **msg)
     const void *wi = last || e->dtype == PP_DTYPE_F32 ? (const void *) l->w : l->w16;
     layers[i] = (pp_cuda_wide_layer){ wi, l->b, l->in, l->out, l->act };
   }
-  const size_t smem = pp_cuda_mlp_wide_smem(e->dtype, e->layout.k, w->n_layers, outs);
+}
+
+typedef size_t (*smem_fn)(pp_dtype, uint32_t, unsigned, const uint32_t *);
+typedef size_t (*bytes_fn)(pp_dtype, bool, const pp_cuda_wide_layer *, unsigned);
+typedef cudaError_t (*pack_fn)(cudaStream_t, pp_dtype, bool, const pp_cuda_wide_layer *, unsigned,
+                               void *, pp_cuda_wide_layer *);
+
+/* Where the model fits a block's shared memory on this device (`smem`),
+ * its weights packed once (`bytes`, `pack`) into *blob, `packed` the
+ * layers pointing there; else *blob stays NULL. */
+static int
+pack_on_chip(pp_mlp_exec *e, smem_fn smem, bytes_fn bytes, pack_fn pack, void **blob,
+             pp_cuda_wide_layer *packed, const char *what, char **msg)
+{
+  const pp_gpu_weights *w = e->w;
+  uint32_t outs[PP_MAX_LAYERS];
+  pp_cuda_wide_layer layers[PP_MAX_LAYERS];
+  on_chip_layers(e, layers, outs);
+  const size_t need = smem(e->dtype, e->layout.k, w->n_layers, outs);
   int device = 0, limit = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err != cudaSuccess)
     return pp_cuda_fail(msg, "reading the shared memory a block may have", err, __FILE__, __LINE__);
-  if (smem == 0 || smem > (size_t) limit)
+  if (need == 0 || need > (size_t) limit)
     return 0;
-  const size_t warp_smem = pp_cuda_mlp_warp_smem(e->dtype, e->layout.k, w->n_layers, outs);
-  e->warp_fits = warp_smem > 0 && warp_smem <= (size_t) limit;
-  err =
-      cudaMalloc(&e->wide_blob, pp_cuda_wide_packed_bytes(e->dtype, e->tf32, layers, w->n_layers));
+  err = cudaMalloc(blob, bytes(e->dtype, e->tf32, layers, w->n_layers));
   if (err == cudaSuccess)
-    err =
-        pp_cuda_wide_pack(e->setup, e->dtype, e->tf32, layers, w->n_layers, e->wide_blob, e->wide);
+    err = pack(e->setup, e->dtype, e->tf32, layers, w->n_layers, *blob, packed);
   if (err == cudaSuccess)
     err = cudaStreamSynchronize(e->setup);
   if (err != cudaSuccess)
-    return pp_cuda_fail(msg, "packing the wide kernel's weights", err, __FILE__, __LINE__);
+    return pp_cuda_fail(msg, what, err, __FILE__, __LINE__);
   return 0;
 }
 
@@ -88,7 +100,11 @@ pp_mlp_exec_new(const pp_gpu_weights *w, const pp_frame_layout *layout, pp_preci
     const pp_gpu_layer *l = &w->layers[i];
     e->chain[i] = (pp_cuda_chain_layer){ l->w, l->wt, l->b, l->in, l->out, l->ldw, l->act };
   }
-  int rc = pack_wide(e, msg);
+  int rc = pack_on_chip(e, pp_cuda_mlp_wide_smem, pp_cuda_wide_packed_bytes, pp_cuda_wide_pack,
+                        &e->wide_blob, e->wide, "packing the wide kernel's weights", msg);
+  if (rc == 0)
+    rc = pack_on_chip(e, pp_cuda_mlp_warp_smem, pp_cuda_warp_packed_bytes, pp_cuda_warp_pack,
+                      &e->warp_blob, e->warp, "packing the warp kernel's weights", msg);
   if (rc == 0 && layout->kind != PP_LAYOUT_TENSOR) {
     e->h_koff = g_new(int32_t, layout->k);
     pp_cuda_k_offsets(layout, e->h_koff);
@@ -122,6 +138,7 @@ pp_mlp_exec_free(pp_mlp_exec *e)
     e->lt->destroy(e->lt_handle);
   pp_mlp_exec_free_split(e);
   cudaFree(e->wide_blob);
+  cudaFree(e->warp_blob);
   cudaFree(e->d_koff);
   g_free(e->h_koff);
   g_free(e);
@@ -162,8 +179,7 @@ pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
 {
   const pp_gpu_weights *w = e->w;
   /* Only cuBLAS, the row-dot kernel and the wide and warp kernels read
-   * 16-bit activations; the warp kernel reads nothing else (it does not
-   * fit at float32). */
+   * 16-bit activations. */
   if (e->dtype != PP_DTYPE_F32 && path != PP_PATH_CUBLAS && path != PP_PATH_ROWDOT &&
       path != PP_PATH_WIDE && path != PP_PATH_WARP)
     return false;
@@ -171,7 +187,7 @@ pp_mlp_exec_fits(const pp_mlp_exec *e, pp_cuda_path path, unsigned layer)
     case PP_PATH_WIDE:
       return e->wide_blob != NULL;
     case PP_PATH_WARP:
-      return e->wide_blob != NULL && e->warp_fits;
+      return e->warp_blob != NULL;
     case PP_PATH_FUSED:
       return (w->n_layers == 2 && w->layers[1].out == 1 && e->fused_tile != PP_N_FUSED_TILES) ||
              e->chain_fits;

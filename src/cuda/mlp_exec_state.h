@@ -32,7 +32,8 @@ struct pp_mlp_exec {
   pp_cuda_chain_layer chain[PP_MAX_LAYERS]; /* its layers, made once */
   void *wide_blob;                          /* where the model fits: mlp_wide's weights */
   pp_cuda_wide_layer wide[PP_MAX_LAYERS];   /* its layers, pointing into the blob */
-  bool warp_fits;                           /* mlp_warp reads the blob too: hidden layers ≤ 64 */
+  void *warp_blob;                          /* hidden layers ≤ 64 wide: mlp_warp's weights */
+  pp_cuda_wide_layer warp[PP_MAX_LAYERS];   /* its layers, pointing into its blob */
   const pp_lt_table *lt;
   void *lt_handle;
   /* made_gemm: every GEMM made for the plans asked of the executor, found

@@ -132,8 +132,8 @@ run_whole(const pp_mlp_exec *e, const pp_cuda_plan *plan, const pp_mlp_buffers *
     return 0;
   }
   if (plan->whole == PP_PATH_WARP) {
-    CUDA_CHECK(
-        pp_cuda_mlp_warp(stream, &x, r->n, e->layout.k, e->wide, e->w->n_layers, e->dtype, y));
+    CUDA_CHECK(pp_cuda_mlp_warp(stream, &x, r->n, e->layout.k, e->warp, e->w->n_layers, e->dtype,
+                                e->tf32, y));
     return 0;
   }
   if (plan->whole == PP_PATH_FUSED && e->w->n_layers > 2) {

@@ -229,8 +229,8 @@ pp_planner_kernels(const pp_planner *p, pp_cuda_plan *plan, pp_cuda_path *whole_
       rc = choose_layer(p, plan, i, msg);
   }
   /* A whole-MLP kernel, where one fits and beats the layers: two layers
-   * (fused, small), more whose hidden layers fit on chip (fused, up to 512
-   * wide: wide; at 16 bits up to 64: warp). */
+   * (fused, small), more whose hidden layers fit on chip (up to 64 wide:
+   * fused, warp; up to 512: wide). */
   bool any = false;
   for (int w = 0; w < PP_N_PATHS; w++)
     any = any || (pp_cuda_path_is_whole(w) && pp_mlp_exec_fits(p->exec, w, 0));

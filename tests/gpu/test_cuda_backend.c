@@ -35,14 +35,14 @@ test_every_path(void **state)
     }
 }
 
-/* Configuring for `layout` (generated weights, D = 30, O = 1) fails with
+/* Configuring for `layout` (generated weights, D hidden, O = 1) fails with
  * -EINVAL and a message that contains `expected`. */
 static void
-expect_configure_error(const pp_frame_layout *layout, const char *forced, const char *expected)
+expect_error_of(const pp_frame_layout *layout, uint32_t d, const char *forced, const char *expected)
 {
   pp_model *model = NULL;
   char *msg = NULL;
-  assert_int_equal(pp_model_generate(layout->k, 30, 1, PP_HIDDEN_RELU, &model), 0);
+  assert_int_equal(pp_model_generate(layout->k, d, 1, PP_HIDDEN_RELU, &model), 0);
   pp_backend_options opts = { .kind = PP_BACKEND_CUDA,
                               .completion = PP_COMPLETION_CONSUMER,
                               .precision = precision };
@@ -56,6 +56,13 @@ expect_configure_error(const pp_frame_layout *layout, const char *forced, const 
   g_clear_pointer(&msg, g_free);
   pp_engine_free(engine);
   pp_model_free(model);
+}
+
+/* The same for D = 30. */
+static void
+expect_configure_error(const pp_frame_layout *layout, const char *forced, const char *expected)
+{
+  expect_error_of(layout, 30, forced, expected);
 }
 
 /* Frames in chunks on every kernel path and every way of reading X, each
@@ -174,7 +181,8 @@ test_precisions(void **state)
     run_all(&narrow, "wide", "frames=whole graphs=on", modes[1], true, 2);
   }
   /* The wide kernel in floats, TF32 and exact: whole frames, in place, in
-   * chunks, and on narrow's model, where the warp kernel does not run. */
+   * chunks; on narrow's model the warp kernel too, tuned and forced (its
+   * rows of floats: narrow's patches are bytes the reader gathers). */
   static const pp_precision floats[] = { PP_PRECISION_TF32, PP_PRECISION_FP32 };
   for (size_t p = 0; p < G_N_ELEMENTS(floats); p++) {
     precision = floats[p];
@@ -182,6 +190,10 @@ test_precisions(void **state)
     run_all(&shapes[2], "wide", "frames=in-place graphs=on", modes[1], true, 1);
     run_all(&shapes[4], "wide", "frames=chunks:2 graphs=on", modes[0], true, 3);
     run_all(&narrow, "wide", "frames=whole graphs=on", modes[1], true, 2);
+    run_all(&narrow, "", NULL, modes[1], false, 2);
+    run_all(&narrow, "warp", "frames=whole graphs=off", modes[0], false, 2);
+    run_all(&narrow, "warp", "frames=in-place graphs=on", modes[1], true, 1);
+    run_all(&narrow, "warp", "frames=chunks:5 graphs=on", modes[0], true, 3);
   }
   precision = PP_PRECISION_FP32;
   /* Our own kernels read float32 only: the plan says so. */
@@ -191,11 +203,11 @@ test_precisions(void **state)
   precision = PP_PRECISION_BF16;
   expect_configure_error(&layout, "kernels=own+rowdot", "layer 0 cannot run on own");
   precision = PP_PRECISION_FP32;
-  /* The warp kernel reads 16 bits only. */
+  /* The warp kernel takes hidden layers of at most 64, not 65. */
   pp_frame_layout rows;
   assert_int_equal(pp_layout_for_video(PP_PIXEL_GRAY8, 40, 30, 40, PP_MAPPING_ROWS, 0, &rows, &msg),
                    0);
-  expect_configure_error(&rows, "kernels=warp", "kernels=warp does not fit this model");
+  expect_error_of(&rows, 65, "kernels=warp", "kernels=warp does not fit this model");
 }
 
 static int

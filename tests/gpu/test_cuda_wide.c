@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The wide kernel (an MLP in one launch at bf16, fp16, tf32 or exact fp32,
  * mlp_wide.cu) and, where the hidden layers are at most 64 wide, the warp
- * kernel that reads the same packed weights (mlp_warp.cu, 16 bits), their
- * weights uploaded (weights.c) and packed (pp_cuda_wide_pack) as the
+ * kernel (mlp_warp.cu, the same precisions), their weights uploaded
+ * (weights.c) and packed (pp_cuda_wide_pack, pp_cuda_warp_pack) as the
  * executor does, at odd widths, 2 to 8 layers, every activation, with and
  * without bias, floats, bytes in rows and in patches (centred too), against two float64
  * references:
@@ -16,9 +16,12 @@
  *   weight from the wrong place, is about the whole distance off or more.
  *   (Exact fp32 rounds nowhere: the first reference is its own.)
  *
- * And the warp kernel against the wide kernel: their hidden layers are the
- * same sums rounded alike, so only the last layer's FP32 sums differ in
- * order (PP_WARP_WIDE_TOL).
+ * And the warp kernel against the wide kernel: at 16 bits their hidden
+ * layers are the same sums rounded alike, so only the last layer's FP32
+ * sums differ in order; in exact fp32 both round nowhere
+ * (PP_WARP_WIDE_TOL). In tf32 their sums differ in order before each
+ * rounding to TF32, which may then differ by a TF32 place: each is held to
+ * its rounding instead, which bounds their distance.
  *
  * And exact FP32 on several streams at once, against a watchdog and one
  * launch's bits.
@@ -114,10 +117,12 @@ smem_limit(void)
   return limit;
 }
 
-/* m's weights at p uploaded into *gw and packed as the executor does:
- * the blob (device memory), `packed` its layers as the kernels read them. */
+/* m's weights at p uploaded into *gw and packed as the executor does for
+ * the wide kernel, or the warp kernel where `warp`: the blob (device
+ * memory), `packed` its layers as the kernel reads them. */
 static void *
-pack_model(const pp_model *m, pp_precision p, pp_gpu_weights *gw, pp_cuda_wide_layer *packed)
+pack_model(const pp_model *m, pp_precision p, pp_gpu_weights *gw, pp_cuda_wide_layer *packed,
+           bool warp)
 {
   const pp_dtype t = pp_precision_dtype(p);
   const unsigned n_layers = m->n_layers;
@@ -131,10 +136,14 @@ pack_model(const pp_model *m, pp_precision p, pp_gpu_weights *gw, pp_cuda_wide_l
     layers[i] = (pp_cuda_wide_layer){ w_floats ? (const void *) l->w : l->w16, l->b, l->in, l->out,
                                       l->act };
   }
-  void *blob =
-      device_copy(NULL, pp_cuda_wide_packed_bytes(t, p == PP_PRECISION_TF32, layers, n_layers));
-  CHECK_CUDA(
-      pp_cuda_wide_pack(kc_stream, t, p == PP_PRECISION_TF32, layers, n_layers, blob, packed));
+  const bool tf32 = p == PP_PRECISION_TF32;
+  if (warp) {
+    void *blob = device_copy(NULL, pp_cuda_warp_packed_bytes(t, tf32, layers, n_layers));
+    CHECK_CUDA(pp_cuda_warp_pack(kc_stream, t, tf32, layers, n_layers, blob, packed));
+    return blob;
+  }
+  void *blob = device_copy(NULL, pp_cuda_wide_packed_bytes(t, tf32, layers, n_layers));
+  CHECK_CUDA(pp_cuda_wide_pack(kc_stream, t, tf32, layers, n_layers, blob, packed));
   return blob;
 }
 
@@ -148,11 +157,11 @@ packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n,
   const pp_dtype t = pp_precision_dtype(p);
   pp_gpu_weights gw = { 0 };
   pp_cuda_wide_layer packed[PP_MAX_WIDE];
-  void *blob = pack_model(m, p, &gw, packed);
+  void *blob = pack_model(m, p, &gw, packed, warp);
   float *d_y = device_poisoned(n);
-  CHECK_CUDA(warp ? pp_cuda_mlp_warp(kc_stream, a, n, k, packed, m->n_layers, t, d_y)
-                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, m->n_layers, t,
-                                     p == PP_PRECISION_TF32, d_y));
+  const bool tf32 = p == PP_PRECISION_TF32;
+  CHECK_CUDA(warp ? pp_cuda_mlp_warp(kc_stream, a, n, k, packed, m->n_layers, t, tf32, d_y)
+                  : pp_cuda_mlp_wide(kc_stream, a, n, k, packed, m->n_layers, t, tf32, d_y));
   float *y = host_result(d_y, n);
   cudaFree(d_y);
   cudaFree(blob);
@@ -191,7 +200,7 @@ check_input(test_rng *rng, const char *name, const input *src, unsigned n_layers
     const size_t smem = pp_cuda_mlp_wide_smem(t, k, n_layers, outs);
     assert_true(smem > 0 && smem <= (size_t) smem_limit());
     const size_t warp_smem = pp_cuda_mlp_warp_smem(t, k, n_layers, outs);
-    bool narrow = t != PP_DTYPE_F32;
+    bool narrow = true;
     for (unsigned i = 0; i + 1 < n_layers; i++)
       narrow = narrow && outs[i] <= PP_WARP_MAX_D;
     assert_int_equal(warp_smem > 0, narrow);
@@ -201,7 +210,9 @@ check_input(test_rng *rng, const char *name, const input *src, unsigned n_layers
       rounded_f[i] = (float) rounded[i];
     const double own = test_scaled_error(rounded_f, ref, mag, n);
     float *wide = NULL;
-    for (int warp = 0; warp < (warp_smem > 0 ? 2 : 1); warp++) {
+    /* Floats of a wide K leave the warp kernel no room (gray8's 300). */
+    const bool warp_fits = warp_smem > 0 && warp_smem <= (size_t) smem_limit();
+    for (int warp = 0; warp < (warp_fits ? 2 : 1); warp++) {
       float *y = packed_result(m, p, &in.a, n, k, warp);
       g_autofree char *what =
           g_strdup_printf("%s %s %u×%u, %u layers%s, %s", warp ? "warp" : "wide", name, n, k,
@@ -209,13 +220,15 @@ check_input(test_rng *rng, const char *name, const input *src, unsigned n_layers
       expect_close(what, y, ref, mag, n, true, test_precision_tol(p));
       g_autofree char *alike = g_strdup_printf("%s, against its rounding", what);
       expect_close(alike, y, rounded, mag, n, true, PP_SAME_PRECISION_RATIO * own + 1e-7);
-      if (warp) {
+      if (warp && p != PP_PRECISION_TF32) {
         double *wide_d = g_new(double, n);
         for (uint32_t i = 0; i < n; i++)
           wide_d[i] = wide[i];
         g_autofree char *against = g_strdup_printf("%s, against the wide kernel", what);
         expect_close(against, y, wide_d, mag, n, true, PP_WARP_WIDE_TOL);
         g_free(wide_d);
+        g_free(y);
+      } else if (warp) {
         g_free(y);
       } else {
         wide = y;
@@ -295,7 +308,7 @@ test_wide_mlp(void **state)
              eight_narrow, eight_acts, true);
   /* What does not fit either kernel: past its widest hidden layer (513
    * wide, 65 for the warp kernel), two outputs, one layer, nine layers, a
-   * K whose rows leave no room; float32 for the warp kernel. */
+   * K whose rows leave no room. */
   const uint32_t too_wide[] = { 513, 1 }, sixty_five[] = { 64, 65, 1 }, two_out[] = { 8, 2 },
                  nine[] = { 8, 8, 8, 8, 8, 8, 8, 8, 1 };
   const struct {
@@ -312,7 +325,11 @@ test_wide_mlp(void **state)
     assert_int_equal(kernels[i].smem(PP_DTYPE_F16, 192, 9, nine), 0);
     assert_true(kernels[i].smem(PP_DTYPE_BF16, 4096, 2, two_narrow) > (size_t) smem_limit());
   }
-  assert_int_equal(pp_cuda_mlp_warp_smem(PP_DTYPE_F32, 192, 5, narrow), 0);
+  /* The warp kernel's floats take twice the room of 16 bits, and
+   * narrow's fit. */
+  const size_t narrow_f32 = pp_cuda_mlp_warp_smem(PP_DTYPE_F32, 192, 5, narrow);
+  assert_int_equal(narrow_f32, 2 * pp_cuda_mlp_warp_smem(PP_DTYPE_BF16, 192, 5, narrow));
+  assert_true(narrow_f32 <= (size_t) smem_limit());
   if (quick)
     return;
   check_wide(&rng, "deep hd", PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 32400, 0, 8, 4, deep, deep_acts,
@@ -350,7 +367,7 @@ test_wide_exact_on_streams(void **state)
     pp_model *m = random_layers(&rng, k, n_layers, shapes[si].outs, shapes[si].acts, true);
     pp_gpu_weights gw = { 0 };
     pp_cuda_wide_layer packed[PP_MAX_WIDE];
-    void *blob = pack_model(m, PP_PRECISION_FP32, &gw, packed);
+    void *blob = pack_model(m, PP_PRECISION_FP32, &gw, packed, false);
     float *d_once = device_poisoned(n);
     CHECK_CUDA(
         pp_cuda_mlp_wide(kc_stream, &in.a, n, k, packed, n_layers, PP_DTYPE_F32, false, d_once));
@@ -447,6 +464,13 @@ wide_tf32(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
   return pp_cuda_mlp_wide(stream, x, m, k, packed, n_layers, type, true, y);
 }
 
+static cudaError_t
+warp_exact(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k,
+           const pp_cuda_wide_layer *packed, unsigned n_layers, pp_dtype type, float *y)
+{
+  return pp_cuda_mlp_warp(stream, x, m, k, packed, n_layers, type, false, y);
+}
+
 /* Shapes the launchers refuse, and a packer given no stream or no type. */
 static void
 test_wide_checks_shapes(void **state)
@@ -462,13 +486,9 @@ test_wide_checks_shapes(void **state)
   unchained[2].in = 7;
   typedef cudaError_t (*one_kernel)(cudaStream_t, const pp_cuda_a *, uint32_t, uint32_t,
                                     const pp_cuda_wide_layer *, unsigned, pp_dtype, float *);
-  static const one_kernel kernels[] = { wide_tf32, pp_cuda_mlp_warp };
+  static const one_kernel kernels[] = { wide_tf32, warp_exact };
   for (size_t i = 0; i < G_N_ELEMENTS(kernels); i++)
     for (pp_dtype t = PP_DTYPE_F32; t <= PP_DTYPE_F16; t++) {
-      if (t == PP_DTYPE_F32 && kernels[i] == pp_cuda_mlp_warp) {
-        assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 3, t, y), cudaErrorInvalidValue);
-        continue;
-      }
       assert_int_equal(kernels[i](NULL, &a, 4, 4, net, 3, t, y), cudaErrorInvalidValue);
       assert_int_equal(kernels[i](kc_stream, &a, 4, 4, net, 1, t, y), cudaErrorInvalidValue);
       assert_int_equal(kernels[i](kc_stream, &a, 4, 5, net, 3, t, y), cudaErrorInvalidValue);
@@ -478,6 +498,15 @@ test_wide_checks_shapes(void **state)
   assert_int_equal(pp_cuda_wide_pack(NULL, PP_DTYPE_BF16, false, net, 3, dummy, packed),
                    cudaErrorInvalidValue);
   assert_int_equal(pp_cuda_wide_pack(kc_stream, PP_N_DTYPES, false, net, 3, dummy, packed),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_warp_pack(NULL, PP_DTYPE_BF16, false, net, 3, dummy, packed),
+                   cudaErrorInvalidValue);
+  assert_int_equal(pp_cuda_warp_pack(kc_stream, PP_N_DTYPES, false, net, 3, dummy, packed),
+                   cudaErrorInvalidValue);
+  /* A hidden layer past the warp kernel's widest. */
+  const pp_cuda_wide_layer too_wide[2] = { { dummy, NULL, 4, PP_WARP_MAX_D + 1, ID },
+                                           { dummy, NULL, PP_WARP_MAX_D + 1, 1, ID } };
+  assert_int_equal(pp_cuda_warp_pack(kc_stream, PP_DTYPE_F32, false, too_wide, 2, dummy, packed),
                    cudaErrorInvalidValue);
   cudaFree(dummy);
   cudaFree(y);
