@@ -335,6 +335,24 @@ typedef struct {
   int last_rc;    /* what submitting it returned */
 } paced_args;
 
+/* Until the backend has taken frame `seq`. A frame the producer submits
+ * may reach the backend later, from the consumer's thread; a refusal
+ * meant for the frame after it must not find it still on its way. */
+static void
+wait_backend_took(rig *r, unsigned seq)
+{
+  fake_backend *f = r->fake;
+  const gint64 deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&f->lock);
+  while (f->inputs->len == 0 || g_array_index(f->inputs, float, f->inputs->len - 1) < (float) seq)
+    if (!g_cond_wait_until(&f->changed, &f->lock, deadline))
+      break;
+  const bool took =
+      f->inputs->len > 0 && g_array_index(f->inputs, float, f->inputs->len - 1) >= (float) seq;
+  g_mutex_unlock(&f->lock);
+  assert_true(took);
+}
+
 /* Frames at a steady pace, each at its own time on the clock (waited for
  * awake: a sleep's overshoot on a loaded machine would break the pace). */
 static gpointer
@@ -347,6 +365,7 @@ paced_producer(gpointer data)
     while (pp_now_ns() < at)
       ;
     if (a->fail_last && seq + 1 == end) {
+      wait_backend_took(a->r, seq - 1);
       g_mutex_lock(&a->r->fake->lock);
       a->r->fake->fail_submits = 1;
       g_mutex_unlock(&a->r->fake->lock);
