@@ -192,7 +192,7 @@ size_t pp_cuda_mlp_warp_smem(pp_dtype type, uint32_t k, unsigned n_layers, const
 
 /* Bytes of the kernel's packed weights: every hidden layer's W as a block
  * copies it into shared memory (and at PP_DTYPE_F32 without `tf32`, the
- * first layer's column sums). */
+ * first layer's column sums and its W again in three bf16 pieces). */
 size_t pp_cuda_warp_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                                  unsigned n_layers);
 /* Packs `layers` (hidden ones at most PP_WARP_MAX_D wide) into `blob` on

@@ -13,9 +13,11 @@
  * to TF32 as it is loaded; each hidden layer's acc + b, then the
  * activation of that; the last layer is each row's dot product in FP32.
  * Exact FP32 rounds nowhere: each operand is split into two TF32 pieces as
- * it is read (three products, hi·hi + hi·lo + lo·hi), and a frame's bytes,
- * which TF32 holds, are multiplied as they are (two), the reader's scale
- * and bias after, from the packer's column sums. At 16 bits, with the
+ * it is read (three products, hi·hi + hi·lo + lo·hi); a frame's bytes,
+ * which bf16 holds, are multiplied as they are, by the first layer's
+ * weights in three bf16 pieces (warp_layout.cuh; from rows the reader
+ * gathers, by their two TF32 pieces), the reader's scale and bias after,
+ * from the packer's column sums. At 16 bits, with the
  * same sums in the same k order, the hidden layers give the wide kernel's
  * values bit for bit; only the last sum's order differs.
  *
@@ -26,10 +28,10 @@
  * floats a block is one an SM: from a frame's bytes sixteen warps, the
  * rows kept as bytes (narrow: 149 KB), from other frames eight, the rows
  * as floats (192 KB); warp_layout.cuh says why. Its fragments:
- * warp_fragments.cuh. */
+ * warp_fragments.cuh; its rows of bytes: warp_byte_rows.cuh. */
 #include "frame_rows.cuh"
 #include "kernel_on_device.cuh"
-#include "warp_fragments.cuh"
+#include "warp_byte_rows.cuh"
 
 using namespace pp_warp;
 using pp_wide::pad64;
@@ -40,84 +42,35 @@ namespace
 struct WarpNet {
   pp_cuda_wide_layer layer[PP_MAX_WIDE]; /* w: each hidden layer's image */
   unsigned n;
-  uint32_t kp;       /* the first layer's inputs, padded: the frame rows' stride */
-  const float *sums; /* exact FP32: the first layer's column sums */
+  uint32_t kp;        /* the first layer's inputs, padded: the frame rows' stride */
+  const float *sums;  /* exact FP32: the first layer's column sums */
+  const void *pieces; /* exact FP32: the first layer in bf16 pieces */
 };
 
-/* The image into shared memory as it lies, in two groups: the first
- * layer's weights, which the block needs first, and the others'. */
-template <int THREADS, typename T>
+/* `bytes` (a multiple of 16) from global memory into shared, as they lie. */
+template <int THREADS>
 __device__ __forceinline__ void
-load_weights(const WarpNet &net, T *w_s)
+copy_as_is(unsigned char *dst, const void *src, size_t bytes)
 {
-  constexpr int CHUNK = Steps<T>::CHUNK;
-  const T *src = static_cast<const T *>(net.layer[0].w);
-  const unsigned first = (unsigned) (w_offset(1, net.kp) / CHUNK);
-  const unsigned chunks = (unsigned) (w_offset(net.n - 1, net.kp) / CHUNK);
-  for (unsigned c = threadIdx.x; c < first; c += THREADS)
-    pp::cp_async16(w_s + c * CHUNK, src + c * CHUNK);
-  asm volatile("cp.async.commit_group;" ::: "memory");
-  for (unsigned c = first + threadIdx.x; c < chunks; c += THREADS)
-    pp::cp_async16(w_s + c * CHUNK, src + c * CHUNK);
-  asm volatile("cp.async.commit_group;" ::: "memory");
+  const unsigned char *from = static_cast<const unsigned char *>(src);
+  for (size_t c = threadIdx.x * (size_t) 16; c < bytes; c += THREADS * (size_t) 16)
+    pp::cp_async16(dst + c, from + c);
 }
 
-/* The block's ROWS rows of bytes from m0 (PP_A_U8_VEC4) copied into
- * shared memory as they lie, a word a copy, the words the frame lacks
- * (past k, past m) zeros, each row `stride` words; its copies are the
- * next cp.async group's. Each thread keeps one word of a row, its offset
- * read once, and takes every per_pass-th row (a row's words fit the
- * threads: kp ≤ 4 × THREADS). */
-template <int ROWS, int THREADS>
+/* The weights into shared memory as the packer laid them, in two groups:
+ * the first layer's (`first` bytes: its floats' or T's, or its pieces
+ * where PIECES), which the block needs first, and then the others'. */
+template <int THREADS, bool PIECES, typename T>
 __device__ __forceinline__ void
-copy_byte_rows(const pp_cuda_a &x, unsigned m, unsigned k, unsigned m0, uint32_t kp, uint32_t *h)
+load_weights(const WarpNet &net, unsigned char *w_s, size_t first)
 {
-  const unsigned groups = kp / 4, per_pass = THREADS / groups, col = threadIdx.x % groups * 4;
-  const uint32_t stride = byte_row_words(kp);
-  if (threadIdx.x >= per_pass * groups)
-    return;
-  const long long offset = col < k ? __ldg(x.k_offset + col) : 0;
-  const unsigned char *frame = static_cast<const unsigned char *>(x.data);
-  for (unsigned r = threadIdx.x / groups; r < ROWS; r += per_pass) {
-    const bool ok = m0 + r < m && col < k;
-    pp::cp_async4(h + r * stride + col / 4,
-                  frame + (ok ? pp::sample_origin(x, m0 + r) + offset : 0), ok);
-  }
-}
-
-/* The first layer from rows of bytes as they came (Block's BYTE_ROWS,
- * floats only), rows `row` and row + 8 of the block's: each 16 inputs two
- * k-steps, a lane's byte t of each of their four words (inputs t, t + 4
- * of each step) made a value: in TF32 the reader's byte·scale + bias
- * rounded, in exact FP32 the byte itself (the scale and bias after). */
-template <int PASSES>
-__device__ __forceinline__ void
-first_from_bytes(float (&acc)[NT][4], const pp_cuda_a &x, const WarpNet &net, const float *w_s,
-                 const uint32_t *rows, unsigned row, int lane)
-{
-  const uint32_t stride = byte_row_words(net.kp);
-  const uint32_t *r0 = rows + row * stride, *r1 = r0 + 8 * stride;
-  /* Byte t under 0x4B0000, 2^23 + byte as a float. */
-  const uint32_t sel = 0x7540u | (uint32_t) (lane % 4);
-  auto value = [&](uint32_t word) {
-    const float b = __uint_as_float(__byte_perm(word, 0x4B000000u, sel)) - 8388608.f;
-    return PASSES == 1 ? pp::nearest_tf32_bits(fmaf(b, x.scale, x.bias)) : __float_as_uint(b);
-  };
-  uint32_t bf[NT][2];
-  for (unsigned i = 0; i < net.kp / 4; i += 4) {
-    const uint4 q0 = *reinterpret_cast<const uint4 *>(r0 + i);
-    const uint4 q1 = *reinterpret_cast<const uint4 *>(r1 + i);
-    const uint32_t w0[4] = { q0.x, q0.y, q0.z, q0.w }, w1[4] = { q1.x, q1.y, q1.z, q1.w };
-#pragma unroll
-    for (int s = 0; s < 2; s++) {
-      const uint32_t af[4] = { value(w0[2 * s]), value(w1[2 * s]), value(w0[2 * s + 1]),
-                               value(w1[2 * s + 1]) };
-      b_fragments(bf, w_s, net.kp, 4 * i + 8 * s, lane);
-      multiply<float, PASSES, PASSES == 3>(acc, af, bf);
-    }
-  }
-  if (PASSES == 3)
-    from_bytes(acc, x.scale, x.bias, net.sums, lane);
+  const unsigned char *image = static_cast<const unsigned char *>(net.layer[0].w);
+  const size_t floats = (size_t) D * net.kp * sizeof(T);
+  copy_as_is<THREADS>(w_s, PIECES ? net.pieces : image, first);
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  copy_as_is<THREADS>(w_s + first, image + floats,
+                      (w_offset(net.n - 1, net.kp) - w_offset(1, net.kp)) * sizeof(T));
+  asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
 template <typename T, int PASSES, bool BYTE_ROWS>
@@ -128,9 +81,14 @@ __launch_bounds__(Block<T, BYTE_ROWS>::THREADS, Block<T, BYTE_ROWS>::MIN_BLOCKS)
   using S = Steps<T>;
   using B = Block<T, BYTE_ROWS>;
   constexpr int CHUNK = S::CHUNK, KSTEP = S::KSTEP, KS = S::KS;
+  /* Exact FP32's first layer on rows of bytes: its bf16 pieces. */
+  constexpr bool PIECES = BYTE_ROWS && PASSES == 3;
   extern __shared__ __align__(128) unsigned char smem[];
+  const size_t first_bytes = PIECES ? pieces_bytes(net.kp) : (size_t) D * net.kp * sizeof(T);
   T *const w_s = reinterpret_cast<T *>(smem);
-  T *const x_s = w_s + w_offset(net.n - 1, net.kp);
+  /* The other layers' weights, layer i's w_offset(i) - w_offset(1) on. */
+  T *const others = reinterpret_cast<T *>(smem + first_bytes);
+  T *const x_s = others + (w_offset(net.n - 1, net.kp) - w_offset(1, net.kp));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const unsigned m0 = blockIdx.x * B::BM;
   /* Exact FP32 multiplies a frame's bytes as they are. */
@@ -147,7 +105,7 @@ __launch_bounds__(Block<T, BYTE_ROWS>::THREADS, Block<T, BYTE_ROWS>::MIN_BLOCKS)
   uint32_t *const x_words = reinterpret_cast<uint32_t *>(x_s);
   if constexpr (BYTE_ROWS)
     copy_byte_rows<B::BM, B::THREADS>(x, m, k, m0, net.kp, x_words);
-  load_weights<B::THREADS>(net, w_s);
+  load_weights<B::THREADS, PIECES, T>(net, smem, first_bytes);
   if constexpr (!BYTE_ROWS)
     pp_wide::load_rows<B::BM, B::THREADS, PASSES == 1>(raw, m, k, m0, x_s, net.kp);
   asm volatile("cp.async.wait_group 1;" ::: "memory"); /* the first layer's weights (and rows) */
@@ -162,12 +120,17 @@ __launch_bounds__(Block<T, BYTE_ROWS>::THREADS, Block<T, BYTE_ROWS>::MIN_BLOCKS)
     for (unsigned k0 = 0; k0 < net.kp; k0 += KSTEP) {
       uint32_t af[4];
       pp::ldsm_x4(af, rows + ((k0 / CHUNK + lane / 16) ^ (lane & 7u)) * CHUNK);
-      b_fragments(bf, w_s, net.kp, k0, lane);
+      b_fragments<sizeof(T) == 4>(bf, w_s, net.kp, k0, lane);
       multiply<T, PASSES, decltype(exact)::value>(acc, af, bf);
     }
   };
   if constexpr (BYTE_ROWS) {
-    first_from_bytes<PASSES>(acc, x, net, w_s, x_words, warp * ROWS + lane / 4, lane);
+    if constexpr (PIECES)
+      first_in_pieces(acc, x, net.kp, net.sums, reinterpret_cast<const __nv_bfloat16 *>(smem),
+                      x_words, warp * ROWS + lane / 4, lane);
+    else
+      first_from_bytes(acc, x, net.kp, reinterpret_cast<const float *>(smem), x_words,
+                       warp * ROWS + lane / 4, lane);
   } else if (bytes) {
     first(std::true_type{});
     from_bytes(acc, x.scale, x.bias, net.sums, lane);
@@ -181,13 +144,13 @@ __launch_bounds__(Block<T, BYTE_ROWS>::THREADS, Block<T, BYTE_ROWS>::MIN_BLOCKS)
   });
   /* The other hidden layers: A is the layer before's output. */
   for (unsigned li = 1; li + 1 < net.n; li++) {
-    const T *w = w_s + w_offset(li, net.kp);
+    const T *w = others + (w_offset(li, net.kp) - w_offset(1, net.kp));
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
       acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-      b_fragments(bf, w, D, ks * KSTEP, lane);
+      b_fragments<sizeof(T) == 4>(bf, w, D, ks * KSTEP, lane);
       multiply<T, PASSES>(acc, a[ks], bf);
     }
     pp::with_act(net.layer[li].act.kind, [&](auto kind) {
@@ -248,8 +211,8 @@ launch_floats(cudaStream_t stream, const pp_cuda_a &x, uint32_t m, uint32_t k, c
               size_t smem, float *y)
 {
   if (x.kind == PP_A_U8_VEC4 && net.kp / 4 <= (uint32_t) Block<float, true>::THREADS)
-    return launch<float, PASSES, true>(stream, x, m, k, net,
-                                       smem_bytes(PP_DTYPE_F32, net.n, net.kp, true), y);
+    return launch<float, PASSES, true>(
+        stream, x, m, k, net, smem_bytes(PP_DTYPE_F32, net.n, net.kp, true, PASSES == 3), y);
   return launch<float, PASSES>(stream, x, m, k, net, smem, y);
 }
 
@@ -284,8 +247,10 @@ pp_cuda_mlp_warp(cudaStream_t stream, const pp_cuda_a *x, uint32_t m, uint32_t k
     if (i + 1 < n_layers && packed[i].w != image + w_offset(i, net.kp) * pp_dtype_size(type))
       return cudaErrorInvalidValue;
   }
-  if (has_sums(type, tf32))
+  if (has_sums(type, tf32)) {
     net.sums = reinterpret_cast<const float *>(image + w_offset(n_layers - 1, net.kp) * 4);
+    net.pieces = image + pieces_at(n_layers, net.kp);
+  }
   switch (type) {
     case PP_DTYPE_BF16:
       return launch<__nv_bfloat16, 1>(stream, *x, m, k, net, smem, y);

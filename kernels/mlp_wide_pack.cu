@@ -82,6 +82,26 @@ pack_image(const T *__restrict__ w, uint32_t in, uint32_t out, uint32_t kp, bool
   }
 }
 
+/* The first layer (out × in) as the warp kernel's three bf16 pieces
+ * (warp_layout.cuh): D rows of kp each, swizzled as 16-bit rows are. */
+__global__ void
+pack_bf16_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, uint32_t kp,
+                 __nv_bfloat16 *__restrict__ dst)
+{
+  const size_t count = (size_t) pp_warp::D * kp;
+  for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
+       e += (size_t) gridDim.x * blockDim.x) {
+    const unsigned n = (unsigned) (e / kp), j = swz<__nv_bfloat16>(n, (unsigned) (e % kp));
+    const float v = n < out && j < in ? w[(size_t) n * in + j] : 0.f;
+    const __nv_bfloat16 hi = __float2bfloat16_rn(v);
+    const float rest = v - __bfloat162float(hi);
+    const __nv_bfloat16 mid = __float2bfloat16_rn(rest);
+    dst[e] = hi;
+    dst[count + e] = mid;
+    dst[2 * count + e] = __float2bfloat16_rn(rest - __bfloat162float(mid));
+  }
+}
+
 /* Each of the first layer's columns' sum of weights, in double, zero up
  * to pad64(out) (wide_layout.cuh, column_sums_bytes). */
 __global__ void
@@ -201,10 +221,15 @@ pp_cuda_warp_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
                           tf32, static_cast<T *>(dst)));
     packed[i].w = dst;
   }
-  if (pp_warp::has_sums(type, tf32))
+  if (pp_warp::has_sums(type, tf32)) {
+    const float *w0 = static_cast<const float *>(layers[0].w);
+    uint8_t *at = static_cast<uint8_t *>(blob);
     sum_columns<<<1, pp_warp::D, 0, stream>>>(
-        static_cast<const float *>(layers[0].w), layers[0].in, layers[0].out,
-        reinterpret_cast<float *>(static_cast<uint8_t *>(blob) +
-                                  pp_warp::w_offset(n_layers - 1, kp) * sizeof(float)));
+        w0, layers[0].in, layers[0].out,
+        reinterpret_cast<float *>(at + pp_warp::w_offset(n_layers - 1, kp) * sizeof(float)));
+    pack_bf16_pieces<<<(pp_warp::D * kp + 255) / 256, 256, 0, stream>>>(
+        w0, layers[0].in, layers[0].out, kp,
+        reinterpret_cast<__nv_bfloat16 *>(at + pp_warp::pieces_at(n_layers, kp)));
+  }
   return cudaGetLastError();
 }

@@ -36,19 +36,21 @@ template <typename T> struct Steps {
   static constexpr int CHUNK = 16 / sizeof(T), KSTEP = 2 * CHUNK, KS = D / KSTEP;
 };
 
-/* The weight row a B fragment's row r of an 8-column tile reads: r at 16
- * bits; in TF32 sigma, so that a lane's columns 2t and 2t + 1 are outputs
- * t and t + 4 (this file's first comment). */
-template <typename T>
+/* The weight row a B fragment's row r of an 8-column tile reads: r, or
+ * in SIGMA order (floats' sums, which TF32 products take next) sigma(r),
+ * so that a lane's columns 2t and 2t + 1 are outputs t and t + 4 (this
+ * file's first comment). */
+template <bool SIGMA>
 __device__ __forceinline__ unsigned
 tile_row(unsigned r)
 {
-  return sizeof(T) == 2 ? r : r / 2 + r % 2 * 4;
+  return SIGMA ? r / 2 + r % 2 * 4 : r;
 }
 
-/* B's fragments of k-step k0 for all D columns, from weights w (D rows of
- * stride ld, swizzled). */
-template <typename T>
+/* B's fragments of k-step k0 for all D columns, from weights w of T (D
+ * rows of stride ld, swizzled), their outputs in SIGMA order where the
+ * sums are floats'. */
+template <bool SIGMA, typename T>
 __device__ __forceinline__ void
 b_fragments(uint32_t (&bf)[NT][2], const T *w, uint32_t ld, unsigned k0, int lane)
 {
@@ -56,7 +58,7 @@ b_fragments(uint32_t (&bf)[NT][2], const T *w, uint32_t ld, unsigned k0, int lan
 #pragma unroll
   for (int p = 0; p < NT / 2; p++) {
     uint32_t r[4];
-    const unsigned row = p * 16 + (lane / 16) * 8 + tile_row<T>(lane % 8);
+    const unsigned row = p * 16 + (lane / 16) * 8 + tile_row<SIGMA>(lane % 8);
     pp::ldsm_x4(r, w + row * ld + ((k0 / CHUNK + (lane / 8) % 2) ^ (row & 7u)) * CHUNK);
     bf[2 * p][0] = r[0];
     bf[2 * p][1] = r[1];
@@ -117,7 +119,7 @@ multiply(float (&acc)[NT][4], const uint32_t (&a)[4], const uint32_t (&bf)[NT][2
 }
 
 /* The output columns a lane's accumulators of tile nt hold: 2t and 2t + 1
- * at 16 bits, t and t + 4 in TF32 (tile_row). */
+ * at 16 bits, t and t + 4 in floats (tile_row). */
 template <typename T>
 __device__ __forceinline__ unsigned
 lane_col(int nt, int t, int i)

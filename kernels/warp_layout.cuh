@@ -8,7 +8,11 @@
  * lie in eight bank groups; the layers one after another. In exact FP32
  * the first layer's column sums follow the image (as the wide kernel's
  * follow its tiles): a frame's bytes are multiplied as they are and the
- * reader's scale and bias come after. */
+ * reader's scale and bias come after. And then the first layer again as
+ * three bf16 pieces, hi + mid + lo (each rounded to nearest, together
+ * FP32's 24 bits), three images laid out as the first: a byte times a
+ * bf16 is exact, and three m16n8k16 products of 16 inputs cost less than
+ * the four TF32 ones of two m16n8k8 steps, with no split to make. */
 #ifndef PP_WARP_LAYOUT_CUH
 #define PP_WARP_LAYOUT_CUH
 
@@ -56,23 +60,41 @@ has_sums(pp_dtype type, bool tf32)
   return type == PP_DTYPE_F32 && !tf32;
 }
 
-/* The image's bytes, and the sums' after it. */
+/* The first layer's three bf16 pieces, in bytes. */
+__host__ __device__ inline size_t
+pieces_bytes(uint32_t kp)
+{
+  return 3 * (size_t) D * kp * 2;
+}
+
+/* Where the pieces start, in bytes: after the float image and its sums. */
+__host__ __device__ inline size_t
+pieces_at(unsigned n_layers, uint32_t kp)
+{
+  return w_offset(n_layers - 1, kp) * sizeof(float) + D * sizeof(float);
+}
+
+/* The image's bytes, and the sums' and pieces' after it. */
 inline size_t
 packed_bytes(pp_dtype type, bool tf32, unsigned n_layers, uint32_t kp)
 {
-  return w_offset(n_layers - 1, kp) * pp_dtype_size(type) +
-         (has_sums(type, tf32) ? D * sizeof(float) : 0);
+  return has_sums(type, tf32) ? pieces_at(n_layers, kp) + pieces_bytes(kp)
+                              : w_offset(n_layers - 1, kp) * pp_dtype_size(type);
 }
 
-/* A block's shared memory: the image and its rows of the frame, as T
- * (eight warps) or as bytes (sixteen). */
+/* A block's shared memory: its first layer's weights (in pieces where
+ * `pieces`), the other layers', and its rows of the frame, as T (eight
+ * warps) or as bytes (sixteen). */
 inline size_t
-smem_bytes(pp_dtype type, unsigned n_layers, uint32_t kp, bool byte_rows = false)
+smem_bytes(pp_dtype type, unsigned n_layers, uint32_t kp, bool byte_rows = false,
+           bool pieces = false)
 {
-  const size_t image = w_offset(n_layers - 1, kp) * pp_dtype_size(type);
+  const size_t elem = pp_dtype_size(type);
+  const size_t first = pieces ? pieces_bytes(kp) : (size_t) D * kp * elem;
+  const size_t others = (w_offset(n_layers - 1, kp) - w_offset(1, kp)) * elem;
   if (byte_rows)
-    return image + (size_t) Block<float, true>::BM * byte_row_words(kp) * 4;
-  return image + (size_t) Block<float>::BM * kp * pp_dtype_size(type);
+    return first + others + (size_t) Block<float, true>::BM * byte_row_words(kp) * 4;
+  return first + others + (size_t) Block<float>::BM * kp * elem;
 }
 
 } // namespace pp_warp
