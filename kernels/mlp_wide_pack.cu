@@ -132,6 +132,15 @@ pack_layer(cudaStream_t stream, const pp_cuda_wide_layer &l, bool tf32, unsigned
                                          count);
 }
 
+/* Whether a packer's arguments hold together. */
+bool
+packable(cudaStream_t stream, pp_dtype type, const pp_cuda_wide_layer *layers, unsigned n_layers,
+         const void *blob, const pp_cuda_wide_layer *packed)
+{
+  return stream && layers && blob && packed && n_layers >= 2 && n_layers <= PP_MAX_WIDE &&
+         type < PP_N_DTYPES;
+}
+
 } // namespace
 
 extern "C" size_t
@@ -164,8 +173,7 @@ extern "C" cudaError_t
 pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                   unsigned n_layers, void *blob, pp_cuda_wide_layer *packed)
 {
-  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE ||
-      type >= PP_N_DTYPES)
+  if (!packable(stream, type, layers, n_layers, blob, packed))
     return cudaErrorInvalidValue;
   const size_t elem = pp_dtype_size(type);
   unsigned parts = 1;
@@ -202,8 +210,7 @@ extern "C" cudaError_t
 pp_cuda_warp_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_wide_layer *layers,
                   unsigned n_layers, void *blob, pp_cuda_wide_layer *packed)
 {
-  if (!stream || !layers || !blob || !packed || n_layers < 2 || n_layers > PP_MAX_WIDE ||
-      type >= PP_N_DTYPES)
+  if (!packable(stream, type, layers, n_layers, blob, packed))
     return cudaErrorInvalidValue;
   const uint32_t kp = pad64(layers[0].in);
   for (unsigned i = 0; i < n_layers; i++) {
