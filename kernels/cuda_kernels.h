@@ -197,7 +197,10 @@ size_t pp_cuda_warp_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_la
                                  unsigned n_layers);
 /* Packs `layers` (hidden ones at most PP_WARP_MAX_D wide) into `blob` on
  * `stream`; `packed` gets the layers as the kernel reads them. At
- * PP_DTYPE_F32 the weights are rounded to TF32 where `tf32`, else kept. */
+ * PP_DTYPE_F32 the weights are rounded to TF32 where `tf32`, else kept
+ * and followed by the sums and pieces exact FP32 reads: pp_cuda_mlp_warp
+ * takes the `tf32` the blob was packed with (a blob for the one is not a
+ * blob for the other). */
 cudaError_t pp_cuda_warp_pack(cudaStream_t stream, pp_dtype type, bool tf32,
                               const pp_cuda_wide_layer *layers, unsigned n_layers, void *blob,
                               pp_cuda_wide_layer *packed);
