@@ -3,8 +3,9 @@
  * model: the wide kernel's blob and the shared memory a model needs
  * (wide_layout.cuh has the geometry), and the warp kernel's image
  * (warp_layout.cuh). 16-bit weights, or floats for exact FP32 (in TF32
- * pieces where the wide kernel runs it on warpgroups), or rounded to TF32
- * for TF32. */
+ * pieces where the wide kernel runs it on warpgroups, and the first
+ * layer's FP16 pieces for bytes beside them), or rounded to TF32 for
+ * TF32. */
 #include "dtype.cuh"
 #include "mma_tf32.cuh"
 #include "warp_layout.cuh"
@@ -63,6 +64,52 @@ pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__res
   }
 }
 
+/* Each of the first layer's columns' 2^−e, e the power of two that puts
+ * its largest weight in [2^14, 2^15) (wide_layout.cuh, HALF_PART_BYTES),
+ * zero weights' and others' without a finite largest one 1, up to
+ * pad64(out). */
+__global__ void
+scale_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
+{
+  const unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= pad64(out))
+    return;
+  float most = 0.f;
+  for (uint32_t j = 0; n < out && j < in; j++)
+    most = fmaxf(most, fabsf(w[(size_t) n * in + j]));
+  int e = 0;
+  if (most > 0.f && isfinite(most)) {
+    frexpf(most, &e); /* 2^(e−1) ≤ most < 2^e */
+    e = min(max(15 - e, -126), 126);
+  }
+  dst[n] = ldexpf(1.f, -e);
+}
+
+/* The first layer's FP16 parts for bytes (wide_layout.cuh,
+ * HALF_PART_BYTES): one for each TF32 part, a warpgroup's 64 columns,
+ * each row its column's weights divided by the column's scale in two
+ * pieces, the nearest FP16 and then the rest's, inputs in half_k's order,
+ * swizzled as a stage holds them. */
+__global__ void
+pack_halves(const float *__restrict__ w, uint32_t in, uint32_t out,
+            const float *__restrict__ scales, __half *__restrict__ dst, size_t count)
+{
+  constexpr unsigned BK = GeometryOf<float>::BK, ROW = TILE_ROW_BYTES / sizeof(__half);
+  constexpr unsigned PART = BN / 2 * ROW;
+  const unsigned k_tiles = pad64(in) / BK;
+  for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
+       e += (size_t) gridDim.x * blockDim.x) {
+    const size_t part = e / PART, tile = part / PIECE_PARTS;
+    const unsigned within = e % PART, row = within / ROW, col = within % ROW;
+    const unsigned n = (unsigned) (tile / k_tiles) * BN + (unsigned) (part % 2) * (BN / 2) + row;
+    const unsigned j = (unsigned) (tile % k_tiles) * BK + half_k(col % BK);
+    const float v = n < out && j < in ? w[(size_t) n * in + j] / scales[n] : 0.f;
+    const __half hi = __float2half_rn(v);
+    dst[e - within + row * ROW + swz<__half>(row, col)] =
+        col < BK ? hi : __float2half_rn(v - __half2float(hi));
+  }
+}
+
 /* Layer w (out × in) as the warp kernel's image holds it: D rows of kp,
  * each row's chunks swizzled (swz, its own inverse), zero past out and
  * in; floats rounded to TF32 where tf32. */
@@ -103,7 +150,7 @@ pack_bf16_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, uint32_
 }
 
 /* Each of the first layer's columns' sum of weights, in double, zero up
- * to pad64(out) (wide_layout.cuh, column_sums_bytes). */
+ * to pad64(out) (wide_layout.cuh, HALF_PART_BYTES). */
 __global__ void
 sum_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
 {
@@ -166,7 +213,7 @@ pp_cuda_wide_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *la
   size_t tiles = 0;
   for (unsigned i = 0; i + 1 < n_layers; i++)
     tiles += n_tiles(layers[i], pp_dtype_size(type), parts);
-  return tiles * BN * TILE_ROW_BYTES + (parts == PIECE_PARTS ? column_sums_bytes(layers[0]) : 0);
+  return tiles * BN * TILE_ROW_BYTES + (parts == PIECE_PARTS ? bytes_layer_bytes(layers[0]) : 0);
 }
 
 extern "C" cudaError_t
@@ -192,10 +239,20 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     packed[i].w = dst;
     at += count * elem;
   }
-  if (parts == PIECE_PARTS)
-    sum_columns<<<(pad64(layers[0].out) + 127) / 128, 128, 0, stream>>>(
-        static_cast<const float *>(layers[0].w), layers[0].in, layers[0].out,
-        reinterpret_cast<float *>(static_cast<uint8_t *>(blob) + at));
+  if (parts == PIECE_PARTS) {
+    const pp_cuda_wide_layer &first = layers[0];
+    const float *w0 = static_cast<const float *>(first.w);
+    float *sums = reinterpret_cast<float *>(static_cast<uint8_t *>(blob) + at);
+    float *scales = sums + pad64(first.out);
+    const unsigned blocks = (pad64(first.out) + 127) / 128;
+    sum_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, sums);
+    scale_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, scales);
+    const size_t halves =
+        (size_t) n_tiles(first, sizeof(float), PIECE_PARTS) * HALF_PART_BYTES / sizeof(__half);
+    pack_halves<<<(unsigned) ((halves + 255) / 256), 256, 0, stream>>>(
+        w0, first.in, first.out, scales,
+        reinterpret_cast<__half *>(reinterpret_cast<uint8_t *>(scales + pad64(first.out))), halves);
+  }
   return cudaGetLastError();
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* TF32 products of a whole warpgroup (wgmma, sm_90a), for the wide
- * kernel's TF32 (mlp_wide.cu). mma.sync, one warp's 16 × 8 × 8 at a time,
+ * kernel's TF32 and exact FP32 (mlp_wide.cu), and FP16 ones for exact
+ * FP32's first layer on bytes. mma.sync, one warp's 16 × 8 × 8 at a time,
  * held deep's MLP at 200 µs in TF32 with the tensor cores far from busy:
  * without its products the kernel took 127 of 221 µs, the same without
  * the weights' loads 194 (dev/wide-bench, docs/PERFORMANCE.md). wgmma
@@ -113,6 +114,21 @@ wgmma_m64n64k8_rs(float (&d)[1][8][4], const uint32_t (&a)[4], uint64_t b)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " PP_WGMMA_D
                "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+               : PP_WGMMA_ACC(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+/* d += A (64 × 16, each thread's a: (g, 2t..2t+1), (g + 8, 2t..2t+1), (g,
+ * 2t+8..2t+9), (g + 8, 2t+8..2t+9) of its warp's 16 rows, two halves a
+ * register, mma.sync's A fragment) · B (64 × 16 halves at b)ᵀ, FP16 in,
+ * FP32 sums: A from registers, for a frame's bytes, which FP16 holds
+ * exactly (wide_bytes.cuh). a is read until a wait that covers it. */
+__device__ __forceinline__ void
+wgmma_m64n64k16_f16_rs(float (&d)[1][8][4], const uint32_t (&a)[4], uint64_t b)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " PP_WGMMA_D
+               "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
                : PP_WGMMA_ACC(d)
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }

@@ -108,18 +108,6 @@ piece_k(unsigned i)
   return 8 * (i % 8 % 4) + 2 * (i / 8) + i % 8 / 4;
 }
 
-/* Where the frame's inputs are bytes, exact FP32 on warpgroups multiplies
- * the bytes themselves, which TF32 holds exactly, so their low pieces and
- * the products of those drop out of the first layer; the reader's scale
- * and bias (byte·scale + bias) come in after the products, as
- * scale·Σ byte·w + bias·Σ w. The packer stores each of the first layer's
- * columns' Σ w after the parts, pad64(out) floats. */
-__host__ __device__ inline size_t
-column_sums_bytes(const pp_cuda_wide_layer &first)
-{
-  return pad64(first.out) * sizeof(float);
-}
-
 /* Whether the current device runs the wide kernel's exact FP32 on
  * warpgroups (mlp_wide.cu), which reads its weights in parts. */
 cudaError_t exact_on_warpgroups(bool *yes);
@@ -141,6 +129,44 @@ __host__ __device__ inline unsigned
 n_tiles(const pp_cuda_wide_layer &l, size_t elem, unsigned parts = 1)
 {
   return (pad64(l.out) + BN - 1) / BN * (unsigned) (pad64(l.in) * elem / TILE_ROW_BYTES) * parts;
+}
+
+/* Where the frame's inputs are bytes, exact FP32 on warpgroups multiplies
+ * the bytes themselves in the first layer (wide_bytes.cuh), as FP16, which
+ * holds a byte exactly, against two FP16 pieces of each weight: two
+ * products of 16 inputs where TF32 pieces took four of 8. Column n's
+ * weights are scaled by the power of two 2^e_n that puts its largest in
+ * [2^14, 2^15), so its pieces, hi = w·2^e_n to FP16 and lo = w·2^e_n − hi,
+ * keep a TF32 pair's 22 bits and lie inside FP16's range. The reader's
+ * scale and bias come in after the products, as
+ * scale·2^−e_n·Σ byte·w·2^e_n + bias·Σ w. After the tiles the packer
+ * stores each column's Σ w, pad64(out) floats, then each column's 2^−e_n,
+ * as many, then the layer's FP16 parts, one for each TF32 part: 64 rows
+ * of 128 bytes, a row's 32 high pieces in half_k's order and then its 32
+ * low ones, swizzled as a stage's rows are. */
+constexpr unsigned HALF_PART_BYTES = BN / 2 * TILE_ROW_BYTES;
+
+__host__ __device__ inline size_t
+column_sums_bytes(const pp_cuda_wide_layer &first)
+{
+  return pad64(first.out) * sizeof(float);
+}
+
+__host__ __device__ inline size_t
+bytes_layer_bytes(const pp_cuda_wide_layer &first)
+{
+  return 2 * column_sums_bytes(first) +
+         (size_t) n_tiles(first, sizeof(float), PIECE_PARTS) * HALF_PART_BYTES;
+}
+
+/* In an FP16 part, the input a row holds at position i of its 32: a
+ * k-step's 16, thread t those at 2t, 2t + 1, 2t + 8 and 2t + 9, so that a
+ * thread's inputs of the tile's two k-steps are the same eight as
+ * piece_k gives it, the same two loads of its rows of activations. */
+__host__ __device__ constexpr unsigned
+half_k(unsigned i)
+{
+  return 8 * (i % 8 / 2) + 4 * (i / 16) + 2 * (i % 16 / 8) + i % 2;
 }
 
 /* Whether a hidden layer's output, at most two column tiles, may replace

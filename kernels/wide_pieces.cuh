@@ -7,8 +7,7 @@
  * room is left to store twice (deep's fill 176 KB), are split as each
  * warp reads them into registers, the form of A that wgmma also takes.
  * A frame's bytes need no split: the first layer multiplies them as they
- * are, two products a k-step, and the reader's scale and bias come after
- * (from_bytes).
+ * are, in FP16 against FP16 pieces of the weights (wide_bytes.cuh).
  *
  * The ring is layers_on_ring's (wide_layers.cuh), with one difference: a
  * stage holds one warpgroup's part of a tile, 64 columns' two pieces, so
@@ -22,6 +21,7 @@
 #ifndef PP_WIDE_PIECES_CUH
 #define PP_WIDE_PIECES_CUH
 
+#include "wide_bytes.cuh"
 #include "wide_layers.cuh"
 
 namespace pp_wide
@@ -31,9 +31,7 @@ namespace pp_wide
 /* A k-tile's A pieces for this thread: its rows g and g + 8 of the warp's
  * 16 (wr), the 8 inputs the packer's order (piece_k) gives lane t, two
  * 16-byte chunks a row of the panel `p`; hi[j], lo[j] the k-step j
- * fragments (wgmma_m64n64k8_rs's a); where EXACT (bytes, which TF32
- * holds), hi alone. */
-template <bool EXACT>
+ * fragments (wgmma_m64n64k8_rs's a). */
 __device__ __forceinline__ void
 a_pieces(uint32_t (&hi)[4][4], uint32_t (&lo)[4][4], const float *p, int wr, int lane)
 {
@@ -56,29 +54,26 @@ a_pieces(uint32_t (&hi)[4][4], uint32_t (&lo)[4][4], const float *p, int wr, int
     };
 #pragma unroll
     for (int i = 0; i < 4; i++)
-      if constexpr (EXACT)
-        hi[j][i] = w[i]; /* a byte: lo is zero and not read */
-      else
-        pp::tf32_pieces(w[i], hi[j][i], lo[j][i]);
+      pp::tf32_pieces(w[i], hi[j][i], lo[j][i]);
   }
 }
 
-/* A k-tile's A pieces held in their registers up to here. */
+/* A k-tile's A fragments held in their registers up to here. */
+template <int STEPS>
 __device__ __forceinline__ void
-pin(uint32_t (&hi)[4][4], uint32_t (&lo)[4][4])
+pin(uint32_t (&a)[STEPS][4])
 {
 #pragma unroll
-  for (int j = 0; j < 4; j++)
+  for (int j = 0; j < STEPS; j++)
 #pragma unroll
     for (int i = 0; i < 4; i++)
-      asm volatile("" : "+r"(hi[j][i]), "+r"(lo[j][i])::"memory");
+      asm volatile("" : "+r"(a[j][i])::"memory");
 }
 
 /* acc += a k-tile: a warpgroup's 64 rows (hi, lo) times its 64 columns'
  * pieces in a stage (b: the descriptor's low word of their high pieces;
- * the low ones lie a half tile on), four k-steps of three products (two
- * where A is EXACT: no lo), issued and committed. */
-template <bool EXACT>
+ * the low ones lie a half tile on), four k-steps of three products,
+ * issued and committed. */
 __device__ __forceinline__ void
 multiply_pieces(float (&acc)[1][8][4], const uint32_t (&hi)[4][4], const uint32_t (&lo)[4][4],
                 uint32_t b)
@@ -88,32 +83,11 @@ multiply_pieces(float (&acc)[1][8][4], const uint32_t (&hi)[4][4], const uint32_
   pp::wgmma_fence();
 #pragma unroll
   for (int j = 0; j < 4; j++) { /* 32 bytes a step: 2 in the address's units */
-    if constexpr (!EXACT)
-      pp::wgmma_m64n64k8_rs(acc, lo[j], pp::panel_descriptor(b + 2 * j));
+    pp::wgmma_m64n64k8_rs(acc, lo[j], pp::panel_descriptor(b + 2 * j));
     pp::wgmma_m64n64k8_rs(acc, hi[j], pp::panel_descriptor(b + LO + 2 * j));
     pp::wgmma_m64n64k8_rs(acc, hi[j], pp::panel_descriptor(b + 2 * j));
   }
   pp::wgmma_commit();
-}
-
-/* A warpgroup's products of bytes made the products of the values the
- * reader gives, byte·scale + bias (wide_layout.cuh, column_sums_bytes):
- * acc·scale + bias·Σ w of each column, `sums` the layer's. */
-template <typename G>
-__device__ __forceinline__ void
-from_bytes(float (&acc)[1][8][4], float scale, float bias, const float *sums, unsigned n0, int wc,
-           int lane)
-{
-#pragma unroll
-  for (int nt = 0; nt < 8; nt++) {
-    const float2 sum =
-        __ldg(reinterpret_cast<const float2 *>(sums + n0 + wc * G::WN + nt * 8 + 2 * (lane % 4)));
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-      acc[0][nt][2 * half] = fmaf(acc[0][nt][2 * half], scale, bias * sum.x);
-      acc[0][nt][2 * half + 1] = fmaf(acc[0][nt][2 * half + 1], scale, bias * sum.y);
-    }
-  }
 }
 
 /* The hidden layers in exact FP32 by two warpgroups, as layers_on_ring
@@ -144,6 +118,17 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   uint64_t *const full = reinterpret_cast<uint64_t *>(sm.stage(STAGES)), *const empty =
                                                                              full + 2 * STAGES;
   static_assert(3 * sizeof(uint64_t) <= STAGE_BARRIER_BYTES, "a stage's barriers");
+  const bool bytes = x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER;
+  const BytesLayer byte_layer = bytes ? bytes_layer(net) : BytesLayer{};
+  /* Part v into stage st: the first layer's FP16 parts where it
+   * multiplies bytes, else the TF32 parts. */
+  auto fill = [&](unsigned st, unsigned v) {
+    const bool half = v < byte_layer.n_parts;
+    pp::bulk_fill(sm.stage(st),
+                  half ? static_cast<const void *>(byte_layer.parts + (size_t) v * HALF_PART_BYTES)
+                       : blob + (size_t) v * BN * BK,
+                  half ? HALF_PART_BYTES : PART, &full[v % 2 * STAGES + st]);
+  };
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; i++) {
       pp::mbar_init(&full[i], 1);
@@ -152,7 +137,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     }
     pp::mbar_init_fence();
     for (unsigned i = 0; i < STAGES && i < net.tiles; i++)
-      pp::bulk_fill(sm.stage(i), blob + (size_t) i * BN * BK, PART, &full[i % 2 * STAGES + i]);
+      fill(i, i);
   }
   /* This warpgroup's part u lies in stage s, the ring's pass of parity
    * phase; bit s of mine: the parity of the warpgroup's next fill of
@@ -171,8 +156,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
       pp::mbar_arrive(&empty[s]);
     if (threadIdx.x % 128 == 0 && u + STAGES < net.tiles) {
       pp::mbar_wait(&empty[s], phase);
-      pp::bulk_fill(sm.stage(s), blob + (size_t) (u + STAGES) * BN * BK, PART,
-                    &full[(u + STAGES) % 2 * STAGES + s]);
+      fill(s, u + STAGES);
     }
     u += 2;
     if ((s += 2) >= STAGES) {
@@ -180,7 +164,6 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
       phase ^= 1;
     }
   };
-  const bool bytes = x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER;
   pp_cuda_a raw = x; /* bytes as they are: the reader's scale and bias come after */
   if (bytes) {
     raw.scale = 1.f;
@@ -191,7 +174,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   pp::fence_for_products(); /* the activations stored, to the products' reads */
   __syncthreads();
   float acc[1][8][4] = {}, first[1][8][4] = {}, fin[1][8][4] = {};
-  uint32_t hi[4][4], lo[4][4];
+  uint32_t hi[4][4], lo[4][4], halves[2][4];
   for (unsigned li = 0; li + 1 < net.n; li++) {
     const pp_cuda_wide_layer &l = net.layer[li];
     const uint32_t kp = pad64(l.in), np = pad64(l.out);
@@ -202,22 +185,26 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       const bool active = n0 + wc * G::WN < np, last = n0 + BN >= np;
       if (active) {
-        auto k_tiles = [&](auto exact) {
-          constexpr bool EXACT = decltype(exact)::value;
+        if (li == 0 && bytes) {
           for (unsigned kt = 0; kt < kp / BK; kt++) {
-            a_pieces<EXACT>(hi, lo, in + (size_t) kt * (BM * BK), wr, lane);
+            a_halves(halves, in + (size_t) kt * (BM * BK), wr, lane);
             wait_full();
-            multiply_pieces<EXACT>(acc, hi, lo, b_desc + s * STAGE);
+            multiply_halves(acc, halves, b_desc + s * STAGE);
             pp::wgmma_wait<0>(acc);
-            pin(hi, lo); /* no value takes their registers while the products read them */
+            pin(halves);
             release_next();
           }
-        };
-        if (li == 0 && bytes) {
-          k_tiles(std::true_type{});
-          from_bytes<G>(acc, x.scale, x.bias, blob + (size_t) net.tiles * BN * BK, n0, wc, lane);
+          from_bytes<G>(acc, x.scale, x.bias, byte_layer, n0, wc, lane);
         } else
-          k_tiles(std::false_type{});
+          for (unsigned kt = 0; kt < kp / BK; kt++) {
+            a_pieces(hi, lo, in + (size_t) kt * (BM * BK), wr, lane);
+            wait_full();
+            multiply_pieces(acc, hi, lo, b_desc + s * STAGE);
+            pp::wgmma_wait<0>(acc);
+            pin(hi); /* no value takes their registers while the products read them */
+            pin(lo);
+            release_next();
+          }
         finish_column_tile<false, G>(acc, l, n0, out, over, last, first, fin, wr, wc, lane);
       } else
         for (unsigned kt = 0; kt < kp / BK; kt++) {

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Exact FP32's first layer on a frame's bytes, on sm_90a (wide_pieces.cuh
+ * runs it): the bytes as FP16, which holds them exactly, times the
+ * weights' two scaled FP16 pieces (wide_layout.cuh, HALF_PART_BYTES), two
+ * FP16 products of 16 inputs a k-step where the TF32 pieces took four of
+ * 8 inputs: half the tensor cores' time of the layer, and half the bytes
+ * a part the ring copies. The reader's scale and bias, and the columns'
+ * scales, come after the products (from_bytes). */
+#ifndef PP_WIDE_BYTES_CUH
+#define PP_WIDE_BYTES_CUH
+
+#include "wide_layout.cuh"
+#include "wgmma_tf32.cuh"
+
+namespace pp_wide
+{
+
+/* What the packer stores after the tiles for the first layer on bytes:
+ * its columns' sums and scales, and its FP16 parts. */
+struct BytesLayer {
+  const float *sums, *scales;
+  const uint8_t *parts;
+  unsigned n_parts;
+};
+
+__device__ __forceinline__ BytesLayer
+bytes_layer(const Net &net)
+{
+  const pp_cuda_wide_layer &first = net.layer[0];
+  const uint8_t *at =
+      static_cast<const uint8_t *>(first.w) + (size_t) net.tiles * BN * TILE_ROW_BYTES;
+  const float *sums = reinterpret_cast<const float *>(at);
+  return { sums, sums + pad64(first.out), at + 2 * column_sums_bytes(first),
+           n_tiles(first, sizeof(float), PIECE_PARTS) };
+}
+
+#if PP_WGMMA_TF32
+/* A k-tile's bytes as this thread's FP16 A fragments of its two k-steps
+ * (wgmma_m64n64k16_f16_rs's a): rows g and g + 8 of the warp's 16 (wr),
+ * the 8 inputs half_k gives lane t, two 16-byte chunks a row of the panel
+ * `p` that holds them as floats. */
+__device__ __forceinline__ void
+a_halves(uint32_t (&a)[2][4], const float *p, int wr, int lane)
+{
+  const unsigned g = lane / 4, t = lane % 4, row = wr * 16 + g;
+  float4 v[2][2]; /* [row g, g + 8][chunk: k-step] */
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+#pragma unroll
+    for (int c = 0; c < 2; c++)
+      v[h][c] = *reinterpret_cast<const float4 *>(p + (row + 8 * h) * 32 + ((2 * t + c) ^ g) * 4);
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    a[j][0] = pp::pack2<__half>(v[0][j].x, v[0][j].y);
+    a[j][1] = pp::pack2<__half>(v[1][j].x, v[1][j].y);
+    a[j][2] = pp::pack2<__half>(v[0][j].z, v[0][j].w);
+    a[j][3] = pp::pack2<__half>(v[1][j].z, v[1][j].w);
+  }
+}
+
+/* acc += a k-tile of bytes: a warpgroup's 64 rows (a) times its 64
+ * columns' FP16 pieces in a stage (b: the descriptor's low word; a row's
+ * low pieces lie 64 bytes on), two k-steps of two products, issued and
+ * committed. */
+__device__ __forceinline__ void
+multiply_halves(float (&acc)[1][8][4], const uint32_t (&a)[2][4], uint32_t b)
+{
+  pp::wgmma_pin(acc);
+  pp::wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < 2; j++) { /* 32 bytes a step: 2 in the address's units */
+    pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + 4 + 2 * j));
+    pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + 2 * j));
+  }
+  pp::wgmma_commit();
+}
+
+/* A warpgroup's products of bytes made the products of the values the
+ * reader gives, byte·scale + bias: acc·scale·2^−e + bias·Σ w of each
+ * column, from the layer's sums and scales. */
+template <typename G>
+__device__ __forceinline__ void
+from_bytes(float (&acc)[1][8][4], float scale, float bias, const BytesLayer &bl, unsigned n0,
+           int wc, int lane)
+{
+#pragma unroll
+  for (int nt = 0; nt < 8; nt++) {
+    const unsigned n = n0 + wc * G::WN + nt * 8 + 2 * (lane % 4);
+    const float2 sum = __ldg(reinterpret_cast<const float2 *>(bl.sums + n));
+    const float2 e = __ldg(reinterpret_cast<const float2 *>(bl.scales + n));
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      acc[0][nt][2 * half] = fmaf(acc[0][nt][2 * half], scale * e.x, bias * sum.x);
+      acc[0][nt][2 * half + 1] = fmaf(acc[0][nt][2 * half + 1], scale * e.y, bias * sum.y);
+    }
+  }
+}
+#endif
+
+} // namespace pp_wide
+
+#endif
