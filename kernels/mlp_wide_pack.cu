@@ -65,7 +65,7 @@ pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__res
 }
 
 /* Each of the first layer's columns' 2^−e, e the power of two that puts
- * its largest weight in [2^14, 2^15) (wide_layout.cuh, HALF_PART_BYTES),
+ * its largest weight in [2^14, 2^15) (wide_layout.cuh, half_k),
  * zero weights' and others' without a finite largest one 1, up to
  * pad64(out). */
 __global__ void
@@ -85,28 +85,28 @@ scale_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__r
   dst[n] = ldexpf(1.f, -e);
 }
 
-/* The first layer's FP16 parts for bytes (wide_layout.cuh,
- * HALF_PART_BYTES): one for each TF32 part, a warpgroup's 64 columns,
- * each row its column's weights divided by the column's scale in two
- * pieces, the nearest FP16 and then the rest's, inputs in half_k's order,
- * swizzled as a stage holds them. */
+/* The first layer's FP16 parts for bytes (wide_layout.cuh, half_k): a
+ * warpgroup's 64 columns of 64 inputs each, each row its column's
+ * weights divided by the column's scale in two pieces, the nearest FP16
+ * and then the rest's, inputs in half_k's order, swizzled as a stage
+ * holds them. */
 __global__ void
 pack_halves(const float *__restrict__ w, uint32_t in, uint32_t out,
             const float *__restrict__ scales, __half *__restrict__ dst, size_t count)
 {
-  constexpr unsigned BK = GeometryOf<float>::BK, ROW = TILE_ROW_BYTES / sizeof(__half);
-  constexpr unsigned PART = BN / 2 * ROW;
+  constexpr unsigned BK = GeometryOf<__half>::BK, HALF = BN / 2 * BK; /* a piece's a part */
   const unsigned k_tiles = pad64(in) / BK;
   for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
        e += (size_t) gridDim.x * blockDim.x) {
-    const size_t part = e / PART, tile = part / PIECE_PARTS;
-    const unsigned within = e % PART, row = within / ROW, col = within % ROW;
+    const size_t part = e / (2 * HALF), tile = part / PIECE_PARTS;
+    const unsigned within = e % (2 * HALF), piece = within / HALF, row = within % HALF / BK;
+    const unsigned i = within % BK;
     const unsigned n = (unsigned) (tile / k_tiles) * BN + (unsigned) (part % 2) * (BN / 2) + row;
-    const unsigned j = (unsigned) (tile % k_tiles) * BK + half_k(col % BK);
+    const unsigned j = (unsigned) (tile % k_tiles) * BK + half_k(i);
     const float v = n < out && j < in ? w[(size_t) n * in + j] / scales[n] : 0.f;
     const __half hi = __float2half_rn(v);
-    dst[e - within + row * ROW + swz<__half>(row, col)] =
-        col < BK ? hi : __float2half_rn(v - __half2float(hi));
+    dst[e - within + piece * HALF + row * BK + swz<__half>(row, i)] =
+        piece ? __float2half_rn(v - __half2float(hi)) : hi;
   }
 }
 
@@ -150,7 +150,7 @@ pack_bf16_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, uint32_
 }
 
 /* Each of the first layer's columns' sum of weights, in double, zero up
- * to pad64(out) (wide_layout.cuh, HALF_PART_BYTES). */
+ * to pad64(out) (wide_layout.cuh, half_k). */
 __global__ void
 sum_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
 {
@@ -248,7 +248,7 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     sum_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, sums);
     scale_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, scales);
     const size_t halves =
-        (size_t) n_tiles(first, sizeof(float), PIECE_PARTS) * HALF_PART_BYTES / sizeof(__half);
+        (size_t) n_tiles(first, sizeof(__half), PIECE_PARTS) * BN * TILE_ROW_BYTES / sizeof(__half);
     pack_halves<<<(unsigned) ((halves + 255) / 256), 256, 0, stream>>>(
         w0, first.in, first.out, scales,
         reinterpret_cast<__half *>(reinterpret_cast<uint8_t *>(scales + pad64(first.out))), halves);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Exact FP32's first layer on a frame's bytes, on sm_90a (wide_pieces.cuh
  * runs it): the bytes as FP16, which holds them exactly, times the
- * weights' two scaled FP16 pieces (wide_layout.cuh, HALF_PART_BYTES), two
- * FP16 products of 16 inputs a k-step where the TF32 pieces took four of
- * 8 inputs: half the tensor cores' time of the layer, and half the bytes
- * a part the ring copies. The reader's scale and bias, and the columns'
- * scales, come after the products (from_bytes). */
+ * weights' two scaled FP16 pieces (wide_layout.cuh, half_k), two FP16
+ * products of 16 inputs a k-step where the TF32 pieces took four of 8:
+ * half the tensor cores' time of the layer, and a part of the ring 64
+ * inputs, not 32. The reader's scale and bias, and the columns' scales,
+ * come after the products (from_bytes). */
 #ifndef PP_WIDE_BYTES_CUH
 #define PP_WIDE_BYTES_CUH
 
@@ -16,11 +16,12 @@ namespace pp_wide
 {
 
 /* What the packer stores after the tiles for the first layer on bytes:
- * its columns' sums and scales, and its FP16 parts. */
+ * its columns' sums and scales, and its FP16 parts, n_parts where the
+ * layer has tf32_parts. */
 struct BytesLayer {
   const float *sums, *scales;
   const uint8_t *parts;
-  unsigned n_parts;
+  unsigned n_parts, tf32_parts;
 };
 
 __device__ __forceinline__ BytesLayer
@@ -31,45 +32,51 @@ bytes_layer(const Net &net)
       static_cast<const uint8_t *>(first.w) + (size_t) net.tiles * BN * TILE_ROW_BYTES;
   const float *sums = reinterpret_cast<const float *>(at);
   return { sums, sums + pad64(first.out), at + 2 * column_sums_bytes(first),
-           n_tiles(first, sizeof(float), PIECE_PARTS) };
+           n_tiles(first, 2, PIECE_PARTS), n_tiles(first, sizeof(float), PIECE_PARTS) };
 }
 
 #if PP_WGMMA_TF32
-/* A k-tile's bytes as this thread's FP16 A fragments of its two k-steps
- * (wgmma_m64n64k16_f16_rs's a): rows g and g + 8 of the warp's 16 (wr),
- * the 8 inputs half_k gives lane t, two 16-byte chunks a row of the panel
- * `p` that holds them as floats. */
+/* A part's 64 bytes a row as this thread's FP16 A fragments of its four
+ * k-steps (wgmma_m64n64k16_f16_rs's a): rows g and g + 8 of the warp's 16
+ * (wr), in each of the two activation panels from `p` (BM × 32 floats
+ * each) the 8 inputs half_k gives lane t, two 16-byte chunks a row. */
+template <int BM>
 __device__ __forceinline__ void
-a_halves(uint32_t (&a)[2][4], const float *p, int wr, int lane)
+a_halves(uint32_t (&a)[4][4], const float *p, int wr, int lane)
 {
   const unsigned g = lane / 4, t = lane % 4, row = wr * 16 + g;
-  float4 v[2][2]; /* [row g, g + 8][chunk: k-step] */
 #pragma unroll
-  for (int h = 0; h < 2; h++)
+  for (int q = 0; q < 2; q++) {
+    float4 v[2][2]; /* [row g, g + 8][chunk: k-step] */
 #pragma unroll
-    for (int c = 0; c < 2; c++)
-      v[h][c] = *reinterpret_cast<const float4 *>(p + (row + 8 * h) * 32 + ((2 * t + c) ^ g) * 4);
+    for (int h = 0; h < 2; h++)
 #pragma unroll
-  for (int j = 0; j < 2; j++) {
-    a[j][0] = pp::pack2<__half>(v[0][j].x, v[0][j].y);
-    a[j][1] = pp::pack2<__half>(v[1][j].x, v[1][j].y);
-    a[j][2] = pp::pack2<__half>(v[0][j].z, v[0][j].w);
-    a[j][3] = pp::pack2<__half>(v[1][j].z, v[1][j].w);
+      for (int c = 0; c < 2; c++)
+        v[h][c] = *reinterpret_cast<const float4 *>(p + q * BM * 32 + (row + 8 * h) * 32 +
+                                                    ((2 * t + c) ^ g) * 4);
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      a[2 * q + j][0] = pp::pack2<__half>(v[0][j].x, v[0][j].y);
+      a[2 * q + j][1] = pp::pack2<__half>(v[1][j].x, v[1][j].y);
+      a[2 * q + j][2] = pp::pack2<__half>(v[0][j].z, v[0][j].w);
+      a[2 * q + j][3] = pp::pack2<__half>(v[1][j].z, v[1][j].w);
+    }
   }
 }
 
-/* acc += a k-tile of bytes: a warpgroup's 64 rows (a) times its 64
- * columns' FP16 pieces in a stage (b: the descriptor's low word; a row's
- * low pieces lie 64 bytes on), two k-steps of two products, issued and
- * committed. */
+/* acc += a part of bytes: a warpgroup's 64 rows (a) times its 64
+ * columns' FP16 pieces in a stage (b: the descriptor's low word of their
+ * high pieces; the low ones lie a half part on), four k-steps of two
+ * products, issued and committed. */
 __device__ __forceinline__ void
-multiply_halves(float (&acc)[1][8][4], const uint32_t (&a)[2][4], uint32_t b)
+multiply_halves(float (&acc)[1][8][4], const uint32_t (&a)[4][4], uint32_t b)
 {
+  constexpr uint32_t LO = BN / 2 * TILE_ROW_BYTES / 16;
   pp::wgmma_pin(acc);
   pp::wgmma_fence();
 #pragma unroll
-  for (int j = 0; j < 2; j++) { /* 32 bytes a step: 2 in the address's units */
-    pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + 4 + 2 * j));
+  for (int j = 0; j < 4; j++) { /* 32 bytes a step: 2 in the address's units */
+    pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + LO + 2 * j));
     pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + 2 * j));
   }
   pp::wgmma_commit();

@@ -134,17 +134,18 @@ n_tiles(const pp_cuda_wide_layer &l, size_t elem, unsigned parts = 1)
 /* Where the frame's inputs are bytes, exact FP32 on warpgroups multiplies
  * the bytes themselves in the first layer (wide_bytes.cuh), as FP16, which
  * holds a byte exactly, against two FP16 pieces of each weight: two
- * products of 16 inputs where TF32 pieces took four of 8. Column n's
+ * products of 16 inputs where TF32 pieces took four of 8, a part 64
+ * inputs, not 32, in the same 16 KB. Column n's
  * weights are scaled by the power of two 2^e_n that puts its largest in
  * [2^14, 2^15), so its pieces, hi = w·2^e_n to FP16 and lo = w·2^e_n − hi,
  * keep a TF32 pair's 22 bits and lie inside FP16's range. The reader's
  * scale and bias come in after the products, as
  * scale·2^−e_n·Σ byte·w·2^e_n + bias·Σ w. After the tiles the packer
  * stores each column's Σ w, pad64(out) floats, then each column's 2^−e_n,
- * as many, then the layer's FP16 parts, one for each TF32 part: 64 rows
- * of 128 bytes, a row's 32 high pieces in half_k's order and then its 32
- * low ones, swizzled as a stage's rows are. */
-constexpr unsigned HALF_PART_BYTES = BN / 2 * TILE_ROW_BYTES;
+ * as many, then the layer's FP16 parts, in the order the TF32 parts of
+ * 16-bit tiles would lie (n_tiles of 2-byte values): a warpgroup's 64
+ * rows of 128 bytes, each row's 64 high pieces in half_k's order, then
+ * their low ones, swizzled as a stage's rows are. */
 
 __host__ __device__ inline size_t
 column_sums_bytes(const pp_cuda_wide_layer &first)
@@ -156,17 +157,17 @@ __host__ __device__ inline size_t
 bytes_layer_bytes(const pp_cuda_wide_layer &first)
 {
   return 2 * column_sums_bytes(first) +
-         (size_t) n_tiles(first, sizeof(float), PIECE_PARTS) * HALF_PART_BYTES;
+         (size_t) n_tiles(first, 2, PIECE_PARTS) * BN * TILE_ROW_BYTES;
 }
 
-/* In an FP16 part, the input a row holds at position i of its 32: a
+/* In an FP16 part, the input a row holds at position i of its 64: a
  * k-step's 16, thread t those at 2t, 2t + 1, 2t + 8 and 2t + 9, so that a
- * thread's inputs of the tile's two k-steps are the same eight as
- * piece_k gives it, the same two loads of its rows of activations. */
+ * thread's inputs of each 32 (an activation panel's) are the eight
+ * piece_k gives it there, two 16-byte loads of each of its rows. */
 __host__ __device__ constexpr unsigned
 half_k(unsigned i)
 {
-  return 8 * (i % 8 / 2) + 4 * (i / 16) + 2 * (i % 16 / 8) + i % 2;
+  return 32 * (i / 32) + 8 * (i % 8 / 2) + 4 * (i % 32 / 16) + 2 * (i % 16 / 8) + i % 2;
 }
 
 /* Whether a hidden layer's output, at most two column tiles, may replace

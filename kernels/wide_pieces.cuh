@@ -120,14 +120,16 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   static_assert(3 * sizeof(uint64_t) <= STAGE_BARRIER_BYTES, "a stage's barriers");
   const bool bytes = x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER;
   const BytesLayer byte_layer = bytes ? bytes_layer(net) : BytesLayer{};
-  /* Part v into stage st: the first layer's FP16 parts where it
-   * multiplies bytes, else the TF32 parts. */
+  /* The ring's part v into stage st: where the first layer multiplies
+   * bytes, its FP16 parts and then the other layers' TF32 parts, else the
+   * TF32 parts. */
+  const unsigned parts = net.tiles - byte_layer.tf32_parts + byte_layer.n_parts;
   auto fill = [&](unsigned st, unsigned v) {
-    const bool half = v < byte_layer.n_parts;
-    pp::bulk_fill(sm.stage(st),
-                  half ? static_cast<const void *>(byte_layer.parts + (size_t) v * HALF_PART_BYTES)
-                       : blob + (size_t) v * BN * BK,
-                  half ? HALF_PART_BYTES : PART, &full[v % 2 * STAGES + st]);
+    const void *src =
+        v < byte_layer.n_parts
+            ? static_cast<const void *>(byte_layer.parts + (size_t) v * PART)
+            : blob + (size_t) (v - byte_layer.n_parts + byte_layer.tf32_parts) * BN * BK;
+    pp::bulk_fill(sm.stage(st), src, PART, &full[v % 2 * STAGES + st]);
   };
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; i++) {
@@ -136,7 +138,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
       pp::mbar_init(&empty[i], G::WARPS / 2);
     }
     pp::mbar_init_fence();
-    for (unsigned i = 0; i < STAGES && i < net.tiles; i++)
+    for (unsigned i = 0; i < STAGES && i < parts; i++)
       fill(i, i);
   }
   /* This warpgroup's part u lies in stage s, the ring's pass of parity
@@ -154,7 +156,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     __syncwarp();
     if (lane == 0)
       pp::mbar_arrive(&empty[s]);
-    if (threadIdx.x % 128 == 0 && u + STAGES < net.tiles) {
+    if (threadIdx.x % 128 == 0 && u + STAGES < parts) {
       pp::mbar_wait(&empty[s], phase);
       fill(s, u + STAGES);
     }
@@ -174,7 +176,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   pp::fence_for_products(); /* the activations stored, to the products' reads */
   __syncthreads();
   float acc[1][8][4] = {}, first[1][8][4] = {}, fin[1][8][4] = {};
-  uint32_t hi[4][4], lo[4][4], halves[2][4];
+  uint32_t hi[4][4], lo[4][4], halves[4][4];
   for (unsigned li = 0; li + 1 < net.n; li++) {
     const pp_cuda_wide_layer &l = net.layer[li];
     const uint32_t kp = pad64(l.in), np = pad64(l.out);
@@ -182,12 +184,14 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     float *const out = sm.buf(net.src[li + 1]);
     const bool over = OVER && net.src[li + 1] == net.src[li];
     const uint32_t b_desc = pp::panel_descriptor_lo(sm.stage(0));
+    const bool on_bytes = li == 0 && bytes;
+    const unsigned k_parts = kp / (on_bytes ? 2 * BK : BK); /* the ring's parts a column tile */
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       const bool active = n0 + wc * G::WN < np, last = n0 + BN >= np;
       if (active) {
-        if (li == 0 && bytes) {
-          for (unsigned kt = 0; kt < kp / BK; kt++) {
-            a_halves(halves, in + (size_t) kt * (BM * BK), wr, lane);
+        if (on_bytes) {
+          for (unsigned kt = 0; kt < k_parts; kt++) {
+            a_halves<BM>(halves, in + (size_t) kt * (2 * BM * BK), wr, lane);
             wait_full();
             multiply_halves(acc, halves, b_desc + s * STAGE);
             pp::wgmma_wait<0>(acc);
@@ -196,7 +200,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
           }
           from_bytes<G>(acc, x.scale, x.bias, byte_layer, n0, wc, lane);
         } else
-          for (unsigned kt = 0; kt < kp / BK; kt++) {
+          for (unsigned kt = 0; kt < k_parts; kt++) {
             a_pieces(hi, lo, in + (size_t) kt * (BM * BK), wr, lane);
             wait_full();
             multiply_pieces(acc, hi, lo, b_desc + s * STAGE);
@@ -207,7 +211,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
           }
         finish_column_tile<false, G>(acc, l, n0, out, over, last, first, fin, wr, wc, lane);
       } else
-        for (unsigned kt = 0; kt < kp / BK; kt++) {
+        for (unsigned kt = 0; kt < k_parts; kt++) {
           wait_full();
           release_next();
         }
