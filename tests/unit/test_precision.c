@@ -24,7 +24,7 @@ static void
 expect_round(pp_dtype t, float v, float expected)
 {
   const float got = pp_dtype_round(t, v);
-  if (!(got == expected || (isnan(got) && isnan(expected))) || signbit(got) != signbit(expected))
+  if (!(got == expected || (isnan(got) && isnan(expected))) || !signbit(got) != !signbit(expected))
     fail_msg("%s(%.10g) = %.10g, expected %.10g", pp_dtype_name(t), v, got, expected);
 }
 
@@ -79,7 +79,7 @@ test_round_values(void **state)
   for (size_t i = 0; i < G_N_ELEMENTS(tf32); i++) {
     const float got = pp_round_tf32(tf32[i].v);
     if (!(got == tf32[i].expected || (isnan(got) && isnan(tf32[i].expected))) ||
-        signbit(got) != signbit(tf32[i].expected))
+        !signbit(got) != !signbit(tf32[i].expected))
       fail_msg("tf32(%.10g) = %.10g, expected %.10g", tf32[i].v, got, tf32[i].expected);
   }
 }
@@ -114,7 +114,7 @@ test_from_bits(void **state)
   };
   for (size_t i = 0; i < G_N_ELEMENTS(known); i++) {
     const float got = pp_dtype_from_bits(known[i].t, known[i].bits);
-    if (got != known[i].value || signbit(got) != signbit(known[i].value))
+    if (got != known[i].value || !signbit(got) != !signbit(known[i].value))
       fail_msg("%s 0x%04x = %.10g, expected %.10g", pp_dtype_name(known[i].t), known[i].bits, got,
                known[i].value);
   }
