@@ -85,29 +85,42 @@ scale_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__r
   dst[n] = ldexpf(1.f, -e);
 }
 
-/* The first layer's FP16 parts for bytes (wide_layout.cuh, half_k): a
- * warpgroup's 64 columns of 64 inputs each, each row its column's
- * weights divided by the column's scale in two pieces, the nearest FP16
- * and then the rest's, inputs in half_k's order, swizzled as a stage
- * holds them. */
+/* The first layer's FP16 tiles for bytes (wide_layout.cuh, half_k), 64
+ * inputs a row, each row its column's weights divided by the column's
+ * scale: in exact FP32 (PIECE_PARTS) each tile's two parts of a
+ * warpgroup's 64 columns, their nearest FP16 and then the rest's; in
+ * TF32 (parts 1) a tile's 128 columns, the weights rounded to TF32 first,
+ * inputs in their order (the products read A from shared memory);
+ * swizzled as a stage holds them. */
 __global__ void
 pack_halves(const float *__restrict__ w, uint32_t in, uint32_t out,
-            const float *__restrict__ scales, __half *__restrict__ dst, size_t count)
+            const float *__restrict__ scales, unsigned parts, __half *__restrict__ dst,
+            size_t count)
 {
-  constexpr unsigned BK = GeometryOf<__half>::BK, HALF = BN / 2 * BK; /* a piece's a part */
+  constexpr unsigned BK = GeometryOf<__half>::BK, HALF = BN / 2 * BK; /* 64 rows' */
   const unsigned k_tiles = pad64(in) / BK;
+  const bool pieces = parts == PIECE_PARTS;
   for (size_t e = blockIdx.x * (size_t) blockDim.x + threadIdx.x; e < count;
        e += (size_t) gridDim.x * blockDim.x) {
-    const size_t part = e / (2 * HALF), tile = part / PIECE_PARTS;
-    const unsigned within = e % (2 * HALF), piece = within / HALF, row = within % HALF / BK;
-    const unsigned i = within % BK;
-    const unsigned n = (unsigned) (tile / k_tiles) * BN + (unsigned) (part % 2) * (BN / 2) + row;
-    const unsigned j = (unsigned) (tile % k_tiles) * BK + half_k(i);
-    const float v = n < out && j < in ? w[(size_t) n * in + j] / scales[n] : 0.f;
+    const size_t unit = e / (2 * HALF), tile = unit / parts;
+    const unsigned within = e % (2 * HALF), h = within / HALF, row = within % HALF / BK;
+    const unsigned i = within % BK, columns = pieces ? (unsigned) (unit % 2) : h;
+    const unsigned n = (unsigned) (tile / k_tiles) * BN + columns * (BN / 2) + row;
+    const unsigned j = (unsigned) (tile % k_tiles) * BK + (pieces ? half_k(i) : i);
+    float v = n < out && j < in ? w[(size_t) n * in + j] : 0.f;
+    v = (pieces ? v : __uint_as_float(pp::to_tf32(v))) / scales[n];
     const __half hi = __float2half_rn(v);
-    dst[e - within + piece * HALF + row * BK + swz<__half>(row, i)] =
-        piece ? __float2half_rn(v - __half2float(hi)) : hi;
+    dst[e - within + h * HALF + row * BK + swz<__half>(row, i)] =
+        pieces && h ? __float2half_rn(v - __half2float(hi)) : hi;
   }
+}
+
+/* Whether a blob of floats in `parts` stores the first layer on bytes
+ * after its tiles: in exact FP32 on warpgroups, and in TF32. */
+bool
+has_bytes_layer(pp_dtype type, bool tf32, unsigned parts)
+{
+  return type == PP_DTYPE_F32 && (tf32 || parts == PIECE_PARTS);
 }
 
 /* Layer w (out × in) as the warp kernel's image holds it: D rows of kp,
@@ -213,7 +226,8 @@ pp_cuda_wide_packed_bytes(pp_dtype type, bool tf32, const pp_cuda_wide_layer *la
   size_t tiles = 0;
   for (unsigned i = 0; i + 1 < n_layers; i++)
     tiles += n_tiles(layers[i], pp_dtype_size(type), parts);
-  return tiles * BN * TILE_ROW_BYTES + (parts == PIECE_PARTS ? bytes_layer_bytes(layers[0]) : 0);
+  return tiles * BN * TILE_ROW_BYTES +
+         (has_bytes_layer(type, tf32, parts) ? bytes_layer_bytes(layers[0], parts) : 0);
 }
 
 extern "C" cudaError_t
@@ -239,7 +253,7 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     packed[i].w = dst;
     at += count * elem;
   }
-  if (parts == PIECE_PARTS) {
+  if (has_bytes_layer(type, tf32, parts)) {
     const pp_cuda_wide_layer &first = layers[0];
     const float *w0 = static_cast<const float *>(first.w);
     float *sums = reinterpret_cast<float *>(static_cast<uint8_t *>(blob) + at);
@@ -248,9 +262,9 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     sum_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, sums);
     scale_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, scales);
     const size_t halves =
-        (size_t) n_tiles(first, sizeof(__half), PIECE_PARTS) * BN * TILE_ROW_BYTES / sizeof(__half);
+        (size_t) n_tiles(first, sizeof(__half), parts) * BN * TILE_ROW_BYTES / sizeof(__half);
     pack_halves<<<(unsigned) ((halves + 255) / 256), 256, 0, stream>>>(
-        w0, first.in, first.out, scales,
+        w0, first.in, first.out, scales, parts,
         reinterpret_cast<__half *>(reinterpret_cast<uint8_t *>(scales + pad64(first.out))), halves);
   }
   return cudaGetLastError();

@@ -133,6 +133,20 @@ wgmma_m64n64k16_f16_rs(float (&d)[1][8][4], const uint32_t (&a)[4], uint64_t b)
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+/* d += A (64 × 16 halves at a) · B (64 × 16 halves at b)ᵀ, FP16 in, FP32
+ * sums, both K-major in 128-byte panels as the TF32 products read them:
+ * a k-step of 16 values is 32 bytes of the panels' rows, as a TF32 one
+ * of 8 is. */
+__device__ __forceinline__ void
+wgmma_m64n64k16_f16(float (&d)[1][8][4], uint64_t a, uint64_t b)
+{
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " PP_WGMMA_D
+               "%32, %33, p, 1, 1, 0, 0;\n}\n"
+               : PP_WGMMA_ACC(d)
+               : "l"(a), "l"(b));
+}
+
 /* The accumulator's registers pinned here: the compiler sees each as read
  * and written, so none of their uses moves across the wait before it or
  * the products after it. */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Exact FP32's first layer on a frame's bytes, on sm_90a (wide_pieces.cuh
- * runs it): the bytes as FP16, which holds them exactly, times the
- * weights' two scaled FP16 pieces (wide_layout.cuh, half_k), two FP16
- * products of 16 inputs a k-step where the TF32 pieces took four of 8:
- * half the tensor cores' time of the layer, and a part of the ring 64
- * inputs, not 32. The reader's scale and bias, and the columns' scales,
- * come after the products (from_bytes). */
+/* The floats' first layer on a frame's bytes, on sm_90a, in FP16
+ * (wide_layout.cuh, half_k): in exact FP32 (wide_pieces.cuh runs it) the
+ * bytes, which FP16 holds exactly, times the weights' two scaled FP16
+ * pieces, two products of 16 inputs a k-step where the TF32 pieces took
+ * four of 8, the reader's scale and bias after them (from_bytes); in
+ * TF32 (wide_layers.cuh) the reader's values in FP16 panels times the
+ * weights' high pieces, one product where TF32 took two (multiply_fp16).
+ * Half the tensor cores' time of the layer, and a part of the ring 64
+ * inputs, not 32. */
 #ifndef PP_WIDE_BYTES_CUH
 #define PP_WIDE_BYTES_CUH
 
@@ -17,7 +19,7 @@ namespace pp_wide
 
 /* What the packer stores after the tiles for the first layer on bytes:
  * its columns' sums and scales, and its FP16 parts, n_parts where the
- * layer has tf32_parts. */
+ * layer has tf32_parts (parts of the ring either way). */
 struct BytesLayer {
   const float *sums, *scales;
   const uint8_t *parts;
@@ -25,14 +27,24 @@ struct BytesLayer {
 };
 
 __device__ __forceinline__ BytesLayer
-bytes_layer(const Net &net)
+bytes_layer(const Net &net, unsigned parts)
 {
   const pp_cuda_wide_layer &first = net.layer[0];
   const uint8_t *at =
       static_cast<const uint8_t *>(first.w) + (size_t) net.tiles * BN * TILE_ROW_BYTES;
   const float *sums = reinterpret_cast<const float *>(at);
   return { sums, sums + pad64(first.out), at + 2 * column_sums_bytes(first),
-           n_tiles(first, 2, PIECE_PARTS), n_tiles(first, sizeof(float), PIECE_PARTS) };
+           n_tiles(first, 2, parts), n_tiles(first, sizeof(float), parts) };
+}
+
+/* Whether FP16 holds the values the reader makes of bytes, byte·scale +
+ * bias, with TF32's 11 bits: inside its range, and with a scale of at
+ * least 2^−10, so that a value FP16 holds with fewer bits (below 2^−14)
+ * is far below a byte's step and off by at most 2^−25. */
+__device__ __forceinline__ bool
+values_in_fp16(const pp_cuda_a &x)
+{
+  return 255.f * fabsf(x.scale) + fabsf(x.bias) <= 32768.f && fabsf(x.scale) >= 1.f / 1024.f;
 }
 
 #if PP_WGMMA_TF32
@@ -79,6 +91,21 @@ multiply_halves(float (&acc)[1][8][4], const uint32_t (&a)[4][4], uint32_t b)
     pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + LO + 2 * j));
     pp::wgmma_m64n64k16_f16_rs(acc, a[j], pp::panel_descriptor(b + 2 * j));
   }
+  pp::wgmma_commit();
+}
+
+/* acc += a tile of 64 inputs in FP16, TF32's first layer on bytes: a
+ * warpgroup's 64 rows in an activation panel of halves (a: its
+ * descriptor's low word) times its 64 columns' rows in a stage (b), four
+ * k-steps, issued and committed. */
+__device__ __forceinline__ void
+multiply_fp16(float (&acc)[1][8][4], uint32_t a, uint32_t b)
+{
+  pp::wgmma_pin(acc);
+  pp::wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < 4; j++) /* 32 bytes a step: 2 in the address's units */
+    pp::wgmma_m64n64k16_f16(acc, pp::panel_descriptor(a + 2 * j), pp::panel_descriptor(b + 2 * j));
   pp::wgmma_commit();
 }
 

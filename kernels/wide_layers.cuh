@@ -10,6 +10,7 @@
 
 #include "frame_rows.cuh"
 #include "tile_ring.cuh"
+#include "wide_bytes.cuh"
 #include "wide_epilogue.cuh"
 #include "wide_tiles.cuh"
 
@@ -96,7 +97,11 @@ layers_by_warps(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
  * tile (a layer 64 wide) only releases its stages. A layer whose output
  * replaces its input (Net::src, in_place; OVER: the kernel takes such
  * plans) keeps its column tiles' results in registers and stores them
- * once every product of the layer is done. */
+ * once every product of the layer is done. A first layer on bytes whose
+ * values FP16 holds is multiplied in FP16 (wide_bytes.cuh), 64 inputs a
+ * tile: the frame's values stored as FP16 (rounded to its 11 bits, ties
+ * to even where TF32's rounding takes them away from zero), the weights
+ * rounded to TF32 and scaled a column at a time. */
 template <int STAGES, bool OVER, typename G>
 __device__ __forceinline__ void
 layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
@@ -113,14 +118,27 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   const float *const blob = static_cast<const float *>(net.layer[0].w);
   uint64_t *const full = reinterpret_cast<uint64_t *>(sm.stage(STAGES)), *const empty =
                                                                              full + STAGES;
+  const bool halves_first =
+      (x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER) && values_in_fp16(x);
+  const BytesLayer byte_layer = halves_first ? bytes_layer(net, 1) : BytesLayer{};
+  /* The ring's tile v: where the first layer runs in FP16, its FP16 tiles
+   * and then the other layers' TF32 tiles, else the TF32 tiles. */
+  const unsigned tiles = net.tiles - byte_layer.tf32_parts + byte_layer.n_parts;
+  auto fill = [&](unsigned st, unsigned v) {
+    const void *src =
+        v < byte_layer.n_parts
+            ? static_cast<const void *>(byte_layer.parts + (size_t) v * TILE)
+            : blob + (size_t) (v - byte_layer.n_parts + byte_layer.tf32_parts) * BN * BK;
+    pp::bulk_fill(sm.stage(st), src, TILE, &full[st]);
+  };
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; i++) {
       pp::mbar_init(&full[i], 1);
       pp::mbar_init(&empty[i], G::WARPS);
     }
     pp::mbar_init_fence();
-    for (unsigned i = 0; i < STAGES && i < net.tiles; i++)
-      pp::bulk_fill(sm.stage(i), blob + (size_t) i * BN * BK, TILE, &full[i]);
+    for (unsigned i = 0; i < STAGES && i < tiles; i++)
+      fill(i, i);
   }
   /* Tile u's stage su back to the ring (its fill's parity pu); thread 0
    * refills it with tile u + STAGES once every warp has let it go. */
@@ -128,13 +146,18 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     __syncwarp();
     if (lane == 0)
       pp::mbar_arrive(&empty[su]);
-    if (threadIdx.x == 0 && u + STAGES < net.tiles) {
+    if (threadIdx.x == 0 && u + STAGES < tiles) {
       pp::mbar_wait(&empty[su], pu);
-      pp::bulk_fill(sm.stage(su), blob + (size_t) (u + STAGES) * BN * BK, TILE, &full[su]);
+      fill(su, u + STAGES);
     }
   };
-  load_rows<BM, G::THREADS, true, true>(x, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
-                                        sm.ld(net.src[0]));
+  if (halves_first)
+    load_rows<BM, G::THREADS, false, true>(x, m, k, blockIdx.x * BM,
+                                           reinterpret_cast<__half *>(sm.buf(net.src[0])),
+                                           sm.ld(net.src[0]));
+  else
+    load_rows<BM, G::THREADS, true, true>(x, m, k, blockIdx.x * BM, sm.buf(net.src[0]),
+                                          sm.ld(net.src[0]));
   pp::fence_for_products(); /* the activations stored, to the products' reads */
   __syncthreads();
   float acc[1][8][4] = {}, first[1][8][4] = {}, fin[1][8][4] = {};
@@ -158,22 +181,37 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
     /* The layer's first panel, and this warpgroup's rows of stage 0. */
     const uint32_t a_desc = pp::panel_descriptor_lo(sm.buf(net.src[li]));
     const uint32_t b_desc = pp::panel_descriptor_lo(sm.stage(0) + wc * G::WN * BK);
+    const bool in_halves = li == 0 && halves_first;
+    /* A tile's products, each waited for only once the next tile's are
+     * issued; a panel of A holds 64 inputs in FP16, 32 in TF32. */
+    auto products = [&](auto fp16) {
+      constexpr bool FP16 = decltype(fp16)::value;
+      constexpr unsigned STEP = FP16 ? 2 * BK : BK;
+      for (unsigned k0 = 0; k0 < kp; k0 += STEP) {
+        pp::mbar_wait(&full[s], phase);
+        if constexpr (FP16)
+          multiply_fp16(acc, a_desc + k0 / STEP * PANEL, b_desc + s * STAGE);
+        else
+          multiply_warpgroup<G>(acc, a_desc + k0 / STEP * PANEL, b_desc + s * STAGE);
+        pp::wgmma_wait<1>(acc);
+        if (k0)
+          release(t - 1, ps, pph);
+        next();
+      }
+      pp::wgmma_wait<0>(acc);
+      release(t - 1, ps, pph);
+    };
     for (unsigned n0 = 0; n0 < np; n0 += BN) {
       const bool active = n0 + wc * G::WN < np, last = n0 + BN >= np;
       if (active) {
-        for (unsigned k0 = 0; k0 < kp; k0 += BK) {
-          pp::mbar_wait(&full[s], phase);
-          multiply_warpgroup<G>(acc, a_desc + k0 / BK * PANEL, b_desc + s * STAGE);
-          pp::wgmma_wait<1>(acc);
-          if (k0)
-            release(t - 1, ps, pph);
-          next();
-        }
-        pp::wgmma_wait<0>(acc);
-        release(t - 1, ps, pph);
+        if (in_halves) {
+          products(std::true_type{});
+          from_bytes<G>(acc, 1.f, 0.f, byte_layer, n0, wc, lane); /* the columns' scales */
+        } else
+          products(std::false_type{});
         finish_column_tile<true, G>(acc, l, n0, out, over, last, first, fin, wr, wc, lane);
       } else
-        for (unsigned k0 = 0; k0 < kp; k0 += BK) {
+        for (unsigned k0 = 0; k0 < kp; k0 += in_halves ? 2 * BK : BK) {
           pp::mbar_wait(&full[s], phase);
           release(t, s, phase);
           next();

@@ -131,33 +131,39 @@ n_tiles(const pp_cuda_wide_layer &l, size_t elem, unsigned parts = 1)
   return (pad64(l.out) + BN - 1) / BN * (unsigned) (pad64(l.in) * elem / TILE_ROW_BYTES) * parts;
 }
 
-/* Where the frame's inputs are bytes, exact FP32 on warpgroups multiplies
- * the bytes themselves in the first layer (wide_bytes.cuh), as FP16, which
- * holds a byte exactly, against two FP16 pieces of each weight: two
- * products of 16 inputs where TF32 pieces took four of 8, a part 64
- * inputs, not 32, in the same 16 KB. Column n's
- * weights are scaled by the power of two 2^e_n that puts its largest in
- * [2^14, 2^15), so its pieces, hi = w·2^e_n to FP16 and lo = w·2^e_n − hi,
- * keep a TF32 pair's 22 bits and lie inside FP16's range. The reader's
- * scale and bias come in after the products, as
- * scale·2^−e_n·Σ byte·w·2^e_n + bias·Σ w. After the tiles the packer
- * stores each column's Σ w, pad64(out) floats, then each column's 2^−e_n,
- * as many, then the layer's FP16 parts, in the order the TF32 parts of
- * 16-bit tiles would lie (n_tiles of 2-byte values): a warpgroup's 64
- * rows of 128 bytes, each row's 64 high pieces in half_k's order, then
- * their low ones, swizzled as a stage's rows are. */
-
+/* Where the frame's inputs are bytes, the floats on warpgroups multiply
+ * them in the first layer as FP16 (wide_bytes.cuh), which has TF32's 11
+ * bits, against FP16 weights, each column scaled by the power of two 2^e_n
+ * that puts its largest weight in [2^14, 2^15), inside FP16's range. In
+ * exact FP32 the bytes as they are, which FP16 holds exactly, against two
+ * pieces of each weight, hi = w·2^e_n to FP16 and lo = w·2^e_n − hi,
+ * which keep a TF32 pair's 22 bits: two products of 16 inputs where TF32
+ * pieces took four of 8, and the reader's scale and bias after the
+ * products, as scale·2^−e_n·Σ byte·w·2^e_n + bias·Σ w. In TF32 the
+ * reader's values rounded to FP16's 11 bits (TF32's, ties to even), where
+ * FP16 holds them (values_in_fp16), stored in FP16 panels the products
+ * read as they lie, against the weights rounded to TF32 and scaled, hi
+ * alone: one product of 16 inputs where TF32 took two of 8, the sums of
+ * each 2^−e_n after them. Either way a part of
+ * the ring holds 64 inputs, not 32, in the same 16 KB. After the tiles the
+ * packer stores each column's Σ w, pad64(out) floats, then each column's
+ * 2^−e_n, as many, then the layer's FP16 tiles in the order 16-bit tiles
+ * would lie (n_tiles of 2-byte values): in exact FP32 each tile's two
+ * parts, a warpgroup's 64 rows of 128 bytes, each row's 64 high pieces in
+ * half_k's order, then their low ones; in TF32 a tile's 128 rows of high
+ * pieces, inputs in their order; swizzled as a stage's rows are. */
 __host__ __device__ inline size_t
 column_sums_bytes(const pp_cuda_wide_layer &first)
 {
   return pad64(first.out) * sizeof(float);
 }
 
+/* The bytes a blob of tiles in `parts` stores after its tiles for the
+ * first layer on bytes. */
 __host__ __device__ inline size_t
-bytes_layer_bytes(const pp_cuda_wide_layer &first)
+bytes_layer_bytes(const pp_cuda_wide_layer &first, unsigned parts)
 {
-  return 2 * column_sums_bytes(first) +
-         (size_t) n_tiles(first, 2, PIECE_PARTS) * BN * TILE_ROW_BYTES;
+  return 2 * column_sums_bytes(first) + (size_t) n_tiles(first, 2, parts) * BN * TILE_ROW_BYTES;
 }
 
 /* In an FP16 part, the input a row holds at position i of its 64: a

@@ -119,7 +119,7 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
                                                                              full + 2 * STAGES;
   static_assert(3 * sizeof(uint64_t) <= STAGE_BARRIER_BYTES, "a stage's barriers");
   const bool bytes = x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER;
-  const BytesLayer byte_layer = bytes ? bytes_layer(net) : BytesLayer{};
+  const BytesLayer byte_layer = bytes ? bytes_layer(net, PIECE_PARTS) : BytesLayer{};
   /* The ring's part v into stage st: where the first layer multiplies
    * bytes, its FP16 parts and then the other layers' TF32 parts, else the
    * TF32 parts. */

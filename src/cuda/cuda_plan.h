@@ -38,7 +38,7 @@
  * one (2: the chain kernel behind fused for 3 to 8 layers; 3: wide; 4:
  * warp; 5: wide in floats; 6: warp in floats), so cached plans made
  * without it are made again. */
-#define PP_CUDA_KERNELS_VERSION 7
+#define PP_CUDA_KERNELS_VERSION 8
 
 /* How a layer runs on the GPU, or (fused, small) the whole MLP. */
 typedef enum {
