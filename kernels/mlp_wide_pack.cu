@@ -64,27 +64,6 @@ pack_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, float *__res
   }
 }
 
-/* Each of the first layer's columns' 2^−e, e the power of two that puts
- * its largest weight in [2^14, 2^15) (wide_layout.cuh, half_k),
- * zero weights' and others' without a finite largest one 1, up to
- * pad64(out). */
-__global__ void
-scale_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
-{
-  const unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= pad64(out))
-    return;
-  float most = 0.f;
-  for (uint32_t j = 0; n < out && j < in; j++)
-    most = fmaxf(most, fabsf(w[(size_t) n * in + j]));
-  int e = 0;
-  if (most > 0.f && isfinite(most)) {
-    frexpf(most, &e); /* 2^(e−1) ≤ most < 2^e */
-    e = min(max(15 - e, -126), 126);
-  }
-  dst[n] = ldexpf(1.f, -e);
-}
-
 /* The first layer's FP16 tiles for bytes (wide_layout.cuh, half_k), 64
  * inputs a row, each row its column's weights divided by the column's
  * scale: in exact FP32 (PIECE_PARTS) each tile's two parts of a
@@ -162,18 +141,34 @@ pack_bf16_pieces(const float *__restrict__ w, uint32_t in, uint32_t out, uint32_
   }
 }
 
-/* Each of the first layer's columns' sum of weights, in double, zero up
- * to pad64(out) (wide_layout.cuh, half_k). */
+/* Each of the first layer's columns' sum of weights, in double, and
+ * where `scales` is given its 2^−e, e the power of two that puts its
+ * largest weight in [2^14, 2^15) (wide_layout.cuh, half_k; 1 for a column
+ * of zeros or without a finite largest weight); zero sums and scales of
+ * 1 up to pad64(out). */
 __global__ void
-sum_columns(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ dst)
+column_stats(const float *__restrict__ w, uint32_t in, uint32_t out, float *__restrict__ sums,
+             float *__restrict__ scales)
 {
   const unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= pad64(out))
     return;
   double sum = 0;
-  for (uint32_t j = 0; n < out && j < in; j++)
-    sum += w[(size_t) n * in + j];
-  dst[n] = (float) sum;
+  float most = 0.f;
+  for (uint32_t j = 0; n < out && j < in; j++) {
+    const float v = w[(size_t) n * in + j];
+    sum += v;
+    most = fmaxf(most, fabsf(v));
+  }
+  sums[n] = (float) sum;
+  if (!scales)
+    return;
+  int e = 0;
+  if (most > 0.f && isfinite(most)) {
+    frexpf(most, &e); /* 2^(e−1) ≤ most < 2^e */
+    e = min(max(15 - e, -126), 126);
+  }
+  scales[n] = ldexpf(1.f, -e);
 }
 
 /* One layer's tiles packed into dst, on `stream`, in `parts`. */
@@ -259,8 +254,7 @@ pp_cuda_wide_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
     float *sums = reinterpret_cast<float *>(static_cast<uint8_t *>(blob) + at);
     float *scales = sums + pad64(first.out);
     const unsigned blocks = (pad64(first.out) + 127) / 128;
-    sum_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, sums);
-    scale_columns<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, scales);
+    column_stats<<<blocks, 128, 0, stream>>>(w0, first.in, first.out, sums, scales);
     const size_t halves =
         (size_t) n_tiles(first, sizeof(__half), parts) * BN * TILE_ROW_BYTES / sizeof(__half);
     pack_halves<<<(unsigned) ((halves + 255) / 256), 256, 0, stream>>>(
@@ -302,9 +296,10 @@ pp_cuda_warp_pack(cudaStream_t stream, pp_dtype type, bool tf32, const pp_cuda_w
   if (pp_warp::has_sums(type, tf32)) {
     const float *w0 = static_cast<const float *>(layers[0].w);
     uint8_t *at = static_cast<uint8_t *>(blob);
-    sum_columns<<<1, pp_warp::D, 0, stream>>>(
+    column_stats<<<1, pp_warp::D, 0, stream>>>(
         w0, layers[0].in, layers[0].out,
-        reinterpret_cast<float *>(at + pp_warp::w_offset(n_layers - 1, kp) * sizeof(float)));
+        reinterpret_cast<float *>(at + pp_warp::w_offset(n_layers - 1, kp) * sizeof(float)),
+        nullptr);
     pack_bf16_pieces<<<(pp_warp::D * kp + 255) / 256, 256, 0, stream>>>(
         w0, layers[0].in, layers[0].out, kp,
         reinterpret_cast<__nv_bfloat16 *>(at + pp_warp::pieces_at(n_layers, kp)));

@@ -24,6 +24,21 @@ struct BytesLayer {
   const float *sums, *scales;
   const uint8_t *parts;
   unsigned n_parts, tf32_parts;
+
+  /* The ring's parts: the first layer's FP16 ones in place of its TF32
+   * ones (a BytesLayer{} has none: the blob's parts as they are). */
+  __device__ unsigned ring_parts(const Net &net) const
+  {
+    return net.tiles - tf32_parts + n_parts;
+  }
+  /* Where the ring's part v lies, each part a tile's bytes. */
+  __device__ const void *ring_part(const Net &net, unsigned v) const
+  {
+    constexpr size_t BYTES = BN * TILE_ROW_BYTES;
+    return v < n_parts ? parts + v * BYTES
+                       : static_cast<const uint8_t *>(net.layer[0].w) +
+                             (size_t) (v - n_parts + tf32_parts) * BYTES;
+  }
 };
 
 __device__ __forceinline__ BytesLayer

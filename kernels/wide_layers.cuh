@@ -115,21 +115,14 @@ layers_on_ring(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
    * across the warp: the descriptors built from it stay in uniform
    * registers, not moved there before each product. */
   const int wr = warp % 4, wc = __shfl_sync(0xffffffffu, warp / 4, 0);
-  const float *const blob = static_cast<const float *>(net.layer[0].w);
   uint64_t *const full = reinterpret_cast<uint64_t *>(sm.stage(STAGES)), *const empty =
                                                                              full + STAGES;
   const bool halves_first =
       (x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER) && values_in_fp16(x);
   const BytesLayer byte_layer = halves_first ? bytes_layer(net, 1) : BytesLayer{};
-  /* The ring's tile v: where the first layer runs in FP16, its FP16 tiles
-   * and then the other layers' TF32 tiles, else the TF32 tiles. */
-  const unsigned tiles = net.tiles - byte_layer.tf32_parts + byte_layer.n_parts;
+  const unsigned tiles = byte_layer.ring_parts(net);
   auto fill = [&](unsigned st, unsigned v) {
-    const void *src =
-        v < byte_layer.n_parts
-            ? static_cast<const void *>(byte_layer.parts + (size_t) v * TILE)
-            : blob + (size_t) (v - byte_layer.n_parts + byte_layer.tf32_parts) * BN * BK;
-    pp::bulk_fill(sm.stage(st), src, TILE, &full[st]);
+    pp::bulk_fill(sm.stage(st), byte_layer.ring_part(net, v), TILE, &full[st]);
   };
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; i++) {

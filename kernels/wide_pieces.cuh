@@ -112,7 +112,6 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   static_assert(STAGES >= 2 && BM == 64 && BK == 32 && G::WN == BN / 2, "parts of 64 columns");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wr = warp % 4, wc = __shfl_sync(0xffffffffu, warp / 4, 0);
-  const float *const blob = static_cast<const float *>(net.layer[0].w);
   /* full[w * STAGES + s]: warpgroup w's part in stage s has landed (part
    * u is warpgroup u % 2's); empty[s]: the stage's part is let go. */
   uint64_t *const full = reinterpret_cast<uint64_t *>(sm.stage(STAGES)), *const empty =
@@ -120,16 +119,9 @@ layers_in_pieces(const pp_cuda_a &x, unsigned m, unsigned k, const Net &net,
   static_assert(3 * sizeof(uint64_t) <= STAGE_BARRIER_BYTES, "a stage's barriers");
   const bool bytes = x.kind == PP_A_U8_VEC4 || x.kind == PP_A_U8_GATHER;
   const BytesLayer byte_layer = bytes ? bytes_layer(net, PIECE_PARTS) : BytesLayer{};
-  /* The ring's part v into stage st: where the first layer multiplies
-   * bytes, its FP16 parts and then the other layers' TF32 parts, else the
-   * TF32 parts. */
-  const unsigned parts = net.tiles - byte_layer.tf32_parts + byte_layer.n_parts;
+  const unsigned parts = byte_layer.ring_parts(net);
   auto fill = [&](unsigned st, unsigned v) {
-    const void *src =
-        v < byte_layer.n_parts
-            ? static_cast<const void *>(byte_layer.parts + (size_t) v * PART)
-            : blob + (size_t) (v - byte_layer.n_parts + byte_layer.tf32_parts) * BN * BK;
-    pp::bulk_fill(sm.stage(st), src, PART, &full[v % 2 * STAGES + st]);
+    pp::bulk_fill(sm.stage(st), byte_layer.ring_part(net, v), PART, &full[v % 2 * STAGES + st]);
   };
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; i++) {
