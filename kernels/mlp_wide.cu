@@ -19,7 +19,9 @@
  * split into pieces as the products read them. The last layer is each
  * row's dot product in FP32, of the activations as stored. The frame is
  * read once, through pp_cuda_a, converted in the load and rounded as the
- * activations are.
+ * activations are, but where the floats on sm_90a take a frame of bytes:
+ * there the first layer runs in FP16 (wide_bytes.cuh), the bytes as they
+ * are in exact FP32, the values rounded to FP16's 11 bits in TF32.
  *
  * Warps (wide_layout.cuh): each a 32 × 32 tile of the block's BM × 128,
  * 2 × 4 fragments a k-step from ldmatrix, four k-steps a weight tile; at
