@@ -86,8 +86,11 @@ pack_halves(const float *__restrict__ w, uint32_t in, uint32_t out,
     const unsigned i = within % BK, columns = pieces ? (unsigned) (unit % 2) : h;
     const unsigned n = (unsigned) (tile / k_tiles) * BN + columns * (BN / 2) + row;
     const unsigned j = (unsigned) (tile % k_tiles) * BK + (pieces ? half_k(i) : i);
-    float v = n < out && j < in ? w[(size_t) n * in + j] : 0.f;
-    v = (pieces ? v : __uint_as_float(pp::to_tf32(v))) / scales[n];
+    float v = 0.f; /* past out too: the scales stop at pad64(out), a column tile may not */
+    if (n < out && j < in) {
+      v = w[(size_t) n * in + j];
+      v = (pieces ? v : __uint_as_float(pp::to_tf32(v))) / scales[n];
+    }
     const __half hi = __float2half_rn(v);
     dst[e - within + h * HALF + row * BK + swz<__half>(row, i)] =
         pieces && h ? __float2half_rn(v - __half2float(hi)) : hi;

@@ -36,8 +36,9 @@
 
 /* The kernels the planner chooses among, as a number: raised with each new
  * one (2: the chain kernel behind fused for 3 to 8 layers; 3: wide; 4:
- * warp; 5: wide in floats; 6: warp in floats), so cached plans made
- * without it are made again. */
+ * warp; 5: wide in floats; 6: warp in floats; 7 and 8: the wide kernel's
+ * first layer on bytes in FP16, exact FP32's and TF32's), so cached plans
+ * made without it are made again. */
 #define PP_CUDA_KERNELS_VERSION 8
 
 /* How a layer runs on the GPU, or (fused, small) the whole MLP. */

@@ -169,15 +169,16 @@ packed_result(const pp_model *m, pp_precision p, const pp_cuda_a *a, uint32_t n,
   return y;
 }
 
-/* Bytes read as byte·scale + `centre` rather than with no bias, X's
- * floats as the reader gives them. */
+/* Bytes read as byte·scale + bias rather than as they were made (no
+ * bias), X's floats as the reader gives them. */
 static void
-centre_bytes(input *in, float centre)
+reread_bytes(input *in, float scale, float bias)
 {
-  const float scale = in->layout.scale;
+  const float was = in->layout.scale;
   for (size_t i = 0; i < (size_t) in->layout.n * in->layout.k; i++)
-    in->x[i] = fmaf((float) lrintf(in->x[i] / scale), scale, centre);
-  in->layout.bias = in->a.bias = centre;
+    in->x[i] = fmaf((float) lrintf(in->x[i] / was), scale, bias);
+  in->layout.scale = in->a.scale = scale;
+  in->layout.bias = in->a.bias = bias;
 }
 
 /* The wide kernel's (and the warp kernel's, where it takes the model)
@@ -265,9 +266,16 @@ test_wide_mlp(void **state)
   /* The same on bytes centred by the reader's bias, which exact FP32 adds
    * after the first layer's products of the bytes themselves. */
   input centred = make_input(&rng, PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8);
-  centre_bytes(&centred, -0.5f);
+  reread_bytes(&centred, centred.layout.scale, -0.5f);
   check_input(&rng, "deep rgb patches, centred", &centred, 4, deep, deep_acts, true);
   free_input(&centred);
+  /* Bytes at a scale below 2^-10, whose values TF32 does not take into
+   * FP16 (a step of 2^-12 would lose bits there): its first layer runs on
+   * the TF32 tiles, exact FP32's on the bytes as ever. */
+  input faint = make_input(&rng, PP_LAYOUT_PATCHES, PP_PIXEL_RGB, 3000, 0, 8);
+  reread_bytes(&faint, 0x1p-12f, 0.25f);
+  check_input(&rng, "deep rgb patches, faint", &faint, 4, deep, deep_acts, true);
+  free_input(&faint);
   /* Odd widths, no bias, floats of an odd K. */
   const uint32_t odd[] = { 45, 300, 7, 1 };
   const pp_act odd_acts[] = { T, L, Sg, Gt };
