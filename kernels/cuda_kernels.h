@@ -246,29 +246,36 @@ cudaError_t pp_cuda_rowdot(cudaStream_t stream, const void *h, pp_dtype type, ui
                            uint32_t d, uint32_t ldh, const float *w1, const float *b1, uint32_t o,
                            pp_act act, float *y);
 
-/* ---- FP32 from TF32 tensor cores, for a first layer ------------------
- * (split_tf32.cu says why it is exact.) The layer's W (n×k, nn.Linear's
- * layout) becomes `pieces` TF32 matrices (stored as floats), laid side by
- * side along K in pp_cuda_split_blocks blocks, each padded to
- * pp_cuda_split_kp(k) columns: w_split is n × blocks·kp floats. A frame of
- * bytes is exact in TF32: each block pairs it with one of W's pieces, the
- * frame's scale folded into W and b_split the bias that the centring and
- * the frame's bias move it by; a frame of floats (YUV, tensors) is split
- * into pieces too, and the blocks pair X's with W's. x: m × blocks·kp
- * floats. Then cuBLASLt's TF32 GEMM of x and w_split with b_split is the
- * layer's GEMM, its products exact and its sums in FP32 (the tensor cores
- * truncate: error 3.1e-6 against FP32's 6.8e-7 on seed's first layer). */
+/* ---- FP32 from 16- and 19-bit tensor cores, for a first layer --------
+ * (split_pieces.cu says why it is exact.) The layer's W (n×k, nn.Linear's
+ * layout) becomes `pieces` matrices of pp_cuda_split_type, TF32 (held in
+ * floats) or FP16, laid side by side along K in pp_cuda_split_blocks
+ * blocks, each padded to pp_cuda_split_kp(k) columns: w_split is n ×
+ * blocks·kp of the type. A frame of bytes is exact in either: each block
+ * pairs it with one of W's pieces, the frame's scale folded into W and
+ * b_split the bias that the centring and the frame's bias move it by; a
+ * frame of floats (YUV, tensors) is split into pieces too, and the blocks
+ * pair X's with W's. x: m × blocks·kp of the type. Then cuBLASLt's GEMM
+ * of x and w_split at `alpha`, with b_split, is the layer's GEMM, its
+ * products exact and its sums in FP32 (the tensor cores truncate: error
+ * 3.1e-6 against FP32's 6.8e-7 on seed's first layer in TF32). */
 #define PP_SPLIT_MAX_PIECES 3
 
 uint32_t pp_cuda_split_kp(uint32_t k);
-/* Whether `a` reads bytes, exact in TF32 (else floats, split). */
+/* Whether `a` reads bytes, exact as they are (else floats, split). */
 bool pp_cuda_split_exact_x(const pp_cuda_a *a);
 /* Blocks along K of x and w_split. */
 uint32_t pp_cuda_split_blocks(uint32_t pieces, bool exact_x);
-/* W's pieces for frames read by `a` (its scale and bias, for bytes). */
+/* The pieces' type for frames read by `a`: FP16 in exact FP32 (pieces ≥ 2)
+ * of bytes and YUV, whose values have a bound; else TF32, in floats. */
+pp_dtype pp_cuda_split_type(const pp_cuda_a *a, uint32_t pieces);
+/* W's pieces for frames read by `a` (its scale and bias, for bytes), and
+ * the GEMM's *alpha: 1 in TF32, in FP16 the inverse of the powers of two
+ * that scale W and X into FP16's range. In FP16 it waits for `stream`:
+ * the layer's largest weight sets W's scale. */
 cudaError_t pp_cuda_split_weights(cudaStream_t stream, const float *w, uint32_t n, uint32_t k,
                                   uint32_t pieces, const pp_cuda_a *a, const float *b,
-                                  void *w_split, float *b_split);
+                                  void *w_split, float *b_split, float *alpha);
 /* X in blocks as pp_cuda_split_weights lays W for the same `a`. */
 cudaError_t pp_cuda_split_convert(cudaStream_t stream, const pp_cuda_a *a, uint32_t m, uint32_t k,
                                   uint32_t pieces, void *x);

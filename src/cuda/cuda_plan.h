@@ -9,8 +9,9 @@
  *     completion=consumer gemm0=id71.tile24.stages13
  *
  * kernels  each layer's kernels joined by '+': own, own64 (our GEMM, 128²
- *          or 64² tiles), cublas (cuBLASLt), split:P (a first layer of
- *          bytes on TF32 tensor cores, W in P exact pieces), rowdot (a last
+ *          or 64² tiles), cublas (cuBLASLt), split:P (a first layer on
+ *          tensor cores, W in P exact pieces: TF32, or FP16 for two of a
+ *          frame of bytes or YUV), rowdot (a last
  *          layer of few outputs); or one kernel for the whole MLP: fused,
  *          small:R (R rows a block), wide (hidden layers ≤ 512), warp
  *          (hidden layers ≤ 64)
@@ -37,9 +38,10 @@
 /* The kernels the planner chooses among, as a number: raised with each new
  * one (2: the chain kernel behind fused for 3 to 8 layers; 3: wide; 4:
  * warp; 5: wide in floats; 6: warp in floats; 7 and 8: the wide kernel's
- * first layer on bytes in FP16, exact FP32's and TF32's), so cached plans
- * made without it are made again. */
-#define PP_CUDA_KERNELS_VERSION 8
+ * first layer on bytes in FP16, exact FP32's and TF32's; 9: split's exact
+ * FP32 of bytes and YUV in FP16), so cached plans made without it, whose
+ * algorithms were chosen for other types, are made again. */
+#define PP_CUDA_KERNELS_VERSION 9
 
 /* How a layer runs on the GPU, or (fused, small) the whole MLP. */
 typedef enum {
@@ -50,7 +52,7 @@ typedef enum {
   PP_PATH_OWN,    /* our GEMM, 128×128 tiles, bias and activation in its epilogue */
   PP_PATH_OWN_64, /* the same with 64×64 tiles */
   PP_PATH_CUBLAS, /* cuBLASLt with its bias/ReLU epilogue */
-  PP_PATH_SPLIT,  /* a first layer of bytes on TF32 tensor cores, W in exact pieces */
+  PP_PATH_SPLIT,  /* a first layer on TF32 or FP16 tensor cores, W in exact pieces */
   PP_PATH_ROWDOT, /* a last layer (after another) with at most 32 outputs, one warp a row */
   PP_N_PATHS,
 } pp_cuda_path;
@@ -93,7 +95,7 @@ typedef struct {
 
 typedef struct {
   pp_cuda_path path; /* a layer's: own, own64, cublas, split or rowdot */
-  unsigned pieces;   /* split: TF32 pieces of W, 1 or 2 */
+  unsigned pieces;   /* split: pieces of W, 1 (TF32) or 2 (exact FP32) */
   bool has_algo, has_chunk_algo;
   pp_gemm_algo algo;       /* cublas, split: on a whole frame */
   pp_gemm_algo chunk_algo; /* on a chunk's rows */

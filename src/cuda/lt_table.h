@@ -4,7 +4,7 @@
  * plan runs a layer on cuBLAS: loading cuBLASLt costs tens of
  * milliseconds of start-up, and most plans for small models never call it.
  *
- * One GEMM is C[m×n] = X[m×k]·Wᵀ + bias (ReLU fused where asked), all
+ * One GEMM is C[m×n] = alpha·X[m×k]·Wᵀ + bias (ReLU fused where asked), all
  * row-major, W as nn.Linear stores it ([n×k]), X and W of one element type
  * and C of its own, summed in float32. Any other activation is the
  * caller's to apply after it. Statuses are cuBLAS's (cublasStatus_t). */
@@ -20,7 +20,7 @@
 #include "dtype.h"
 
 /* Bumped whenever the table or what it passes changes shape. */
-#define PP_LT_ABI 2
+#define PP_LT_ABI 3
 #define PP_LT_ENTRY "pp_lt_module_entry"
 #define PP_LT_MODULE_NAME "libpingpong-cublaslt.so"
 /* cuBLASLt's recommended workspace on Hopper, one per stream. */
@@ -35,6 +35,7 @@ typedef struct {
   bool relu;        /* ReLU in the epilogue */
   bool tf32;        /* float32 X and W on TF32 tensor cores adding in FP32; else FP32 */
   pp_dtype xw, c;   /* the element types of X and W, and of C */
+  float alpha;      /* the products' scale: 1 but where X and W are scaled (split in FP16) */
 } pp_lt_shape;
 
 typedef struct pp_lt_gemm pp_lt_gemm;

@@ -161,10 +161,12 @@ pp_mlp_exec_scratch_bytes(const pp_mlp_exec *e, const pp_cuda_plan *plan)
   size_t row = 0;
   if (converts_x(e) && (!plan || first == PP_PATH_CUBLAS))
     row = e->layout.k * pp_dtype_size(e->dtype);
-  /* Split converts every kind of frame: room for the most pieces a plan
-   * may give it. */
-  if (e->dtype == PP_DTYPE_F32 && (!plan || first == PP_PATH_SPLIT))
-    row = MAX(row, split_cols(e, plan ? plan->layers[0].pieces : 2) * sizeof(float));
+  /* Split converts every kind of frame: room for the pieces a plan may
+   * give it (two in FP16 may take less than one in TF32). */
+  if (e->dtype == PP_DTYPE_F32 && plan && first == PP_PATH_SPLIT)
+    row = MAX(row, split_row_bytes(e, plan->layers[0].pieces));
+  else if (e->dtype == PP_DTYPE_F32 && !plan)
+    row = MAX(row, MAX(split_row_bytes(e, 1), split_row_bytes(e, 2)));
   return (size_t) e->layout.n * row;
 }
 

@@ -39,10 +39,12 @@ struct pp_mlp_exec {
   /* made_gemm: every GEMM made for the plans asked of the executor, found
    * by what a plan names (never one it does not). */
   GArray *gemms;
-  /* Layer 0 on split: W in `split_pieces` TF32 pieces with the frame's
-   * scale folded in, and the bias the centring moves it by. */
+  /* Layer 0 on split: W in `split_pieces` pieces (TF32 or FP16) with the
+   * frame's scale folded in, the bias the centring moves it by, and the
+   * GEMM's alpha that undoes FP16's scaling. */
   void *w_split;
   float *b_split;
+  float split_alpha;
   unsigned split_pieces;
   bool tf32;      /* cuBLAS layers on TF32 tensor cores (precision=tf32) */
   pp_dtype dtype; /* the activations' type, and X's where it is converted */
@@ -53,12 +55,19 @@ struct pp_mlp_exec {
 };
 
 /* The split path's columns a row, X's and its weights': `pieces` of W in
- * blocks along K (split_tf32.cu). */
+ * blocks along K (split_pieces.cu). */
 static inline uint32_t
 split_cols(const pp_mlp_exec *e, unsigned pieces)
 {
   return pp_cuda_split_blocks(pieces, pp_cuda_split_exact_x(&e->reader)) *
          pp_cuda_split_kp(e->layout.k);
+}
+
+/* The bytes of a row of split's X (and of W) at `pieces`. */
+static inline size_t
+split_row_bytes(const pp_mlp_exec *e, unsigned pieces)
+{
+  return split_cols(e, pieces) * pp_dtype_size(pp_cuda_split_type(&e->reader, pieces));
 }
 
 /* Whether a GEMM that reads only its element type (cuBLAS) needs the

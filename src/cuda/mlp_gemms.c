@@ -63,11 +63,10 @@ ensure_split(pp_mlp_exec *e, unsigned pieces, char **msg)
   pp_mlp_exec_free_split(e);
   const int64_t t0 = pp_now_ns();
   const pp_gpu_layer *l = &e->w->layers[0];
-  const size_t row = split_cols(e, pieces);
-  CUDA_CHECK(cudaMalloc(&e->w_split, (size_t) l->out * row * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&e->w_split, (size_t) l->out * split_row_bytes(e, pieces)));
   CUDA_CHECK(cudaMalloc((void **) &e->b_split, l->out * sizeof(float)));
   CUDA_CHECK(pp_cuda_split_weights(e->setup, l->w, l->out, l->in, pieces, &e->reader, l->b,
-                                   e->w_split, e->b_split));
+                                   e->w_split, e->b_split, &e->split_alpha));
   CUDA_CHECK(cudaStreamSynchronize(e->setup));
   e->split_pieces = pieces;
   pp_log(PP_LOG_DEBUG, "cuda", "layer 0's weights split in %u pieces: %.1f ms", pieces,
@@ -96,10 +95,11 @@ gemm_shape(const pp_mlp_exec *e, unsigned layer, pp_cuda_path path, unsigned pie
             : c == PP_DTYPE_F32 ? (const void *) l->b
                                 : l->b16,
     .relu = l->act.kind == PP_ACT_RELU,
-    /* split's pieces are exact in TF32 (split_tf32.cu). */
+    /* split's pieces are exact in TF32 or FP16 (split_pieces.cu). */
     .tf32 = e->tf32 || split,
-    .xw = e->dtype,
+    .xw = split ? pp_cuda_split_type(&e->reader, pieces) : e->dtype,
     .c = c,
+    .alpha = split ? e->split_alpha : 1.0f,
   };
 }
 

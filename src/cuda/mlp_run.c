@@ -52,8 +52,7 @@ gemm_input(const pp_mlp_exec *e, const pp_mlp_buffers *b, const pp_mlp_rows *r, 
   const pp_cuda_a frame = frame_from(b, r);
   *x = frame.data;
   if (lp->path == PP_PATH_SPLIT) {
-    const uint32_t row = split_cols(e, lp->pieces);
-    float *dst = (float *) b->d_x + (size_t) r->row0 * row;
+    void *dst = (uint8_t *) b->d_x + (size_t) r->row0 * split_row_bytes(e, lp->pieces);
     if (!converted)
       CUDA_CHECK(pp_cuda_split_convert(stream, &frame, r->n, e->layout.k, lp->pieces, dst));
     *x = dst;

@@ -2,12 +2,12 @@
 /* The cuBLAS paths against a float64 CPU reference on fresh random inputs,
  * outputs poisoned with NaN first: the cuBLASLt module's GEMM with its
  * epilogues (FP32 and TF32) on every algorithm the heuristic offers, each
- * rebuilt from the attributes a plan line keeps; FP32 from TF32 tensor
- * cores on a frame's bytes (split_tf32.cu); and the plain-cuBLAS reference
- * MLP the benchmark checks against.
+ * rebuilt from the attributes a plan line keeps; FP32 from TF32 or FP16
+ * tensor cores on a first layer's pieces (split_pieces.cu); and the
+ * plain-cuBLAS reference MLP the benchmark checks against.
  *
- * Bounds as in test_cuda_kernels.c: 1e-5 for FP32 (and two TF32 pieces),
- * 1e-3 for TF32 (and one). Exits 77 without a CUDA device. PP_GPU_QUICK=1
+ * Bounds as in test_cuda_kernels.c: 1e-5 for FP32 (and two pieces), 1e-3
+ * for TF32 (and one). Exits 77 without a CUDA device. PP_GPU_QUICK=1
  * (set under compute-sanitizer) keeps only the small shapes. */
 #include <math.h>
 #include <string.h>
@@ -60,7 +60,7 @@ check_lt(test_rng *rng, const pp_lt_table *lt, void *handle, uint32_t m, uint32_
   float *d_c = device_poisoned((size_t) m * ldc);
   void *ws = device_copy(NULL, PP_LT_WORKSPACE_BYTES);
   const pp_lt_shape shape = {
-    m, k, n, k, ldc, d_b, act.kind == PP_ACT_RELU, tf32, PP_DTYPE_F32, PP_DTYPE_F32
+    m, k, n, k, ldc, d_b, act.kind == PP_ACT_RELU, tf32, PP_DTYPE_F32, PP_DTYPE_F32, 1.0f
   };
   pp_gemm_algo algos[PP_LT_MAX_CANDIDATES];
   int found = 0;
@@ -91,7 +91,8 @@ check_lt(test_rng *rng, const pp_lt_table *lt, void *handle, uint32_t m, uint32_
 static void
 check_unknown_algo(const pp_lt_table *lt, void *handle)
 {
-  const pp_lt_shape shape = { 64, 64, 64, 64, 64, NULL, false, false, PP_DTYPE_F32, PP_DTYPE_F32 };
+  const pp_lt_shape shape = { 64,    64,    64,           64,           64,  NULL,
+                              false, false, PP_DTYPE_F32, PP_DTYPE_F32, 1.0f };
   const pp_gemm_algo bogus = { .id = 100000, .splitk = 1 };
   pp_lt_gemm *g = NULL;
   assert_int_not_equal(lt->plan(handle, &shape, &bogus, &g), 0);
@@ -159,17 +160,19 @@ test_cublas_paths(void **state)
   cublasDestroy(blas);
 }
 
-/* ---- FP32 on TF32 tensor cores (split_tf32.cu) ---------------------------------- */
+/* ---- FP32 on 16- and 19-bit tensor cores (split_pieces.cu) --------------------- */
 
-/* A first layer as split_tf32.cu computes it: W split into `pieces` TF32
- * pieces, with the frame's scale folded in for bytes (centred and
- * repeated) and floats split too, one TF32 GEMM through cuBLASLt. W and b
- * of a real layer's size (±0.2, ±0.5); against the float64 reference,
- * FP32's bound with two pieces and TF32's with one. */
+/* A first layer as split_pieces.cu computes it: W split into `pieces`
+ * pieces (TF32, or FP16 at two for bytes), with the frame's scale folded
+ * in for bytes (centred and repeated) and floats split too, one GEMM
+ * through cuBLASLt. W and b of a real layer's size (±0.2, ±0.5), every
+ * third row of W `faint` times smaller (FP16's pieces share one scale a
+ * layer); against the float64 reference, FP32's bound with two pieces
+ * and TF32's with one, over all rows and over the faint rows alone. */
 static void
 check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name,
             pp_pixel_format format, pp_layout_kind kind, uint32_t m, uint32_t k, uint32_t n,
-            uint32_t patch, pp_act act, unsigned pieces)
+            uint32_t patch, pp_act act, unsigned pieces, float faint)
 {
   input in = make_input(rng, kind, format, m, k, patch);
   m = in.layout.n;
@@ -177,19 +180,24 @@ check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name
   float *w = g_new(float, (size_t) n *k), *b = g_new(float, n);
   test_rng_fill_floats(rng, w, (size_t) n * k, -0.2f, 0.2f);
   test_rng_fill_floats(rng, b, n, -0.5f, 0.5f);
+  for (uint32_t r = 0; r < n; r += 3)
+    for (uint32_t c = 0; c < k; c++)
+      w[(size_t) r * k + c] *= faint, b[r] *= faint;
   float *d_w = device_copy(w, (size_t) n * k * sizeof(float));
   float *d_b = device_copy(b, n * sizeof(float));
+  const pp_dtype type = pp_cuda_split_type(&in.a, pieces);
   const uint32_t ld =
       pp_cuda_split_blocks(pieces, pp_cuda_split_exact_x(&in.a)) * pp_cuda_split_kp(k);
-  float *d_ws = device_poisoned((size_t) n * ld);
+  void *d_ws = device_poisoned((size_t) n * ld);
   float *d_bs = device_poisoned(n);
-  float *d_xs = device_poisoned((size_t) m * ld);
+  void *d_xs = device_poisoned((size_t) m * ld);
   float *d_c = device_poisoned((size_t) m * n);
   void *ws = device_copy(NULL, PP_LT_WORKSPACE_BYTES);
-  CHECK_CUDA(pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, &in.a, d_b, d_ws, d_bs));
+  float alpha = 0;
+  CHECK_CUDA(pp_cuda_split_weights(kc_stream, d_w, n, k, pieces, &in.a, d_b, d_ws, d_bs, &alpha));
   CHECK_CUDA(pp_cuda_split_convert(kc_stream, &in.a, m, k, pieces, d_xs));
-  const pp_lt_shape shape = { m,    ld,           n,           ld, n, d_bs, act.kind == PP_ACT_RELU,
-                              true, PP_DTYPE_F32, PP_DTYPE_F32 };
+  const pp_lt_shape shape = { m,    ld,           n,    ld, n, d_bs, act.kind == PP_ACT_RELU, true,
+                              type, PP_DTYPE_F32, alpha };
   pp_gemm_algo algo;
   int found = 0;
   assert_int_equal(lt->candidates(handle, &shape, &algo, 1, &found), 0);
@@ -198,10 +206,26 @@ check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name
   float *c = host_result(d_c, (size_t) m * n);
   double *ref = g_new(double, (size_t) m *n), *mag = g_new(double, (size_t) m *n);
   reference_linear(in.x, m, k, w, b, n, act, ref, mag);
-  g_autofree char *what =
-      g_strdup_printf("tf32 ×%u %s %u×%u×%u act%d", pieces, name, m, k, n, act.kind);
-  expect_close(what, c, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY,
-               pieces >= 2 ? PP_FP32_REL_TOL : TF32_REL_TOL);
+  const double tol = pieces >= 2 ? PP_FP32_REL_TOL : TF32_REL_TOL;
+  g_autofree char *what = g_strdup_printf("%s ×%u %s %u×%u×%u act%d", pp_dtype_name(type), pieces,
+                                          name, m, k, n, act.kind);
+  expect_close(what, c, ref, mag, (size_t) m * n, act.kind != PP_ACT_IDENTITY, tol);
+  if (faint != 1.f) {
+    /* The faint rows' outputs alone: each every third column of C. */
+    const uint32_t faint_n = (n + 2) / 3;
+    float *fc = g_new(float, (size_t) m *faint_n);
+    double *fref = g_new(double, (size_t) m *faint_n), *fmag = g_new(double, (size_t) m *faint_n);
+    for (uint32_t i = 0; i < m; i++)
+      for (uint32_t j = 0; j < faint_n; j++) {
+        fc[(size_t) i * faint_n + j] = c[(size_t) i * n + 3 * j];
+        fref[(size_t) i * faint_n + j] = ref[(size_t) i * n + 3 * j];
+        fmag[(size_t) i * faint_n + j] = mag[(size_t) i * n + 3 * j];
+      }
+    g_autofree char *faint_what = g_strdup_printf("%s, rows ×%g alone", what, faint);
+    expect_close(faint_what, fc, fref, fmag, (size_t) m * faint_n, act.kind != PP_ACT_IDENTITY,
+                 tol);
+    g_free(fc), g_free(fref), g_free(fmag);
+  }
   g_free(w), g_free(b), g_free(c), g_free(ref), g_free(mag);
   cudaFree(d_w), cudaFree(d_b), cudaFree(d_ws), cudaFree(d_bs), cudaFree(d_xs), cudaFree(d_c);
   cudaFree(ws);
@@ -209,7 +233,7 @@ check_split(test_rng *rng, const pp_lt_table *lt, void *handle, const char *name
 }
 
 static void
-test_split_tf32(void **state)
+test_split_pieces(void **state)
 {
   (void) state;
   test_rng rng;
@@ -220,19 +244,25 @@ test_split_tf32(void **state)
   for (unsigned pieces = 1; pieces <= 2; pieces++) {
     /* K a multiple of no 8 (padding), gathers, and a ReLU. */
     check_split(&rng, lt, handle, "gray8 rows", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 300, 777, 129, 0,
-                ID, pieces);
+                ID, pieces, 1.f);
     check_split(&rng, lt, handle, "bgr patches (gather)", PP_PIXEL_BGR, PP_LAYOUT_PATCHES, 300, 0,
-                33, 7, RELU, pieces);
+                33, 7, RELU, pieces, 1.f);
     check_split(&rng, lt, handle, "rgb patches (u8x4)", PP_PIXEL_RGB, PP_LAYOUT_PATCHES, 200, 0, 64,
-                8, RELU, pieces);
+                8, RELU, pieces, 1.f);
+    /* Rows of W 2^-12 and 2^-18 of the rest: FP16's shared scale keeps
+     * both pieces whole there. */
+    check_split(&rng, lt, handle, "rgb patches, faint rows", PP_PIXEL_RGB, PP_LAYOUT_PATCHES, 200,
+                0, 64, 8, ID, pieces, 1.f / 4096);
+    check_split(&rng, lt, handle, "gray8 rows, fainter rows", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 300,
+                256, 96, 0, ID, pieces, 1.f / 262144);
     /* Floats, split too: K a multiple of no 8, and balanced's first layer. */
     check_split(&rng, lt, handle, "floats", PP_PIXEL_GRAY8, PP_LAYOUT_TENSOR, 300, 333, 65, 0, RELU,
-                pieces);
+                pieces, 1.f);
     if (!quick) {
       check_split(&rng, lt, handle, "seed layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_ROWS, 1024, 1024,
-                  1024, 0, RELU, pieces);
+                  1024, 0, RELU, pieces, 1.f);
       check_split(&rng, lt, handle, "balanced layer 1", PP_PIXEL_GRAY8, PP_LAYOUT_TENSOR, 4096, 256,
-                  1024, 0, ID, pieces);
+                  1024, 0, ID, pieces, 1.f);
     }
   }
   /* A frame of bytes without its offsets is refused. */
@@ -247,7 +277,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cublas_paths),
-    cmocka_unit_test(test_split_tf32),
+    cmocka_unit_test(test_split_pieces),
   };
   return kc_main("cuda-blas", tests, G_N_ELEMENTS(tests), &seed, &quick);
 }

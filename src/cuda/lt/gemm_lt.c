@@ -14,6 +14,7 @@ struct pp_lt_gemm {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t w_layout, x_layout, c_layout;
   cublasLtMatmulAlgo_t algo;
+  float alpha;
 };
 
 #define TRY(call)                                                                                  \
@@ -60,6 +61,7 @@ describe(cublasLtHandle_t handle, const pp_lt_shape *s, pp_lt_gemm **out)
   if (!g)
     return CUBLAS_STATUS_ALLOC_FAILED;
   g->handle = handle;
+  g->alpha = s->alpha;
   TRY(cublasLtMatmulDescCreate(&g->desc, compute_type(s), CUDA_R_32F));
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
   TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
@@ -221,8 +223,8 @@ static int
 lt_run(const pp_lt_gemm *g, cudaStream_t stream, const void *x, const void *w, void *c,
        void *workspace)
 {
-  const float one = 1.0f, zero = 0.0f;
-  return cublasLtMatmul(g->handle, g->desc, &one, w, g->w_layout, x, g->x_layout, &zero, c,
+  const float zero = 0.0f;
+  return cublasLtMatmul(g->handle, g->desc, &g->alpha, w, g->w_layout, x, g->x_layout, &zero, c,
                         g->c_layout, c, g->c_layout, &g->algo, workspace, PP_LT_WORKSPACE_BYTES,
                         stream);
 }
