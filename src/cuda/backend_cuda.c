@@ -156,6 +156,14 @@ cuda_finish(pp_backend *base, unsigned index, const pp_job *job, pp_stage_times 
   /* A shared backend's lanes finish on their own threads. */
   if (pp_cuda_device_bind(&b->device) != cudaSuccess)
     return 0;
+  /* A frame signalled done from the GPU (signal=on) may be handed back
+   * before the events after its kernels complete: then it goes unsampled.
+   * Queried first, as cudaEventElapsedTime would fail on them (an error
+   * compute-sanitizer reports, where a query's "not ready" is none). */
+  const cudaEvent_t events[] = { s->ev_start, s->ev_h2d, s->ev_mlp, s->ev_d2h };
+  for (size_t i = 0; i < G_N_ELEMENTS(events); i++)
+    if (cudaEventQuery(events[i]) != cudaSuccess)
+      return 0;
   float h2d = -1, mlp = -1, d2h = -1;
   if (cudaEventElapsedTime(&h2d, s->ev_start, s->ev_h2d) != cudaSuccess ||
       cudaEventElapsedTime(&mlp, s->ev_h2d, s->ev_mlp) != cudaSuccess ||
