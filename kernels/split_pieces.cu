@@ -29,11 +29,11 @@
  * largest weight. A tensor's floats have no bound and stay in TF32, as
  * does precision=tf32 (one piece), whose rounding the CPU backend models.
  *
- * Why not BF16: three BF16 pieces were faster than TF32, but racecheck
- * reports shared-memory hazards inside cuBLAS's BF16 kernels
- * (nvjet_sm90_tss_*) even for a plain cublasLtMatmul, and none in its TF32
- * kernels on the same shapes (docs/PERFORMANCE.md, "cuBLAS's BF16 kernels
- * under racecheck"); BF16's 8 bits would also need three pieces of W.
+ * Why not BF16: its 8 bits need three pieces where FP16 needs two. Both
+ * 16-bit types run cuBLAS kernels in which racecheck reports hazards even
+ * for a plain cublasLtMatmul, exact results and all, where its TF32
+ * kernels show none (docs/PERFORMANCE.md, "cuBLAS's 16-bit kernels under
+ * racecheck": how to tell them from ours).
  *
  * Centring the bytes keeps the products' sums small: the tensor cores add
  * in FP32 with truncation, so their error grows with the partial sums. */

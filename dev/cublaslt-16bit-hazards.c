@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* cuBLASLt's BF16 GEMM alone, called as a BF16 first layer would call it
- * (X·Wᵀ, BF16 in, FP32 out, with and without the bias + ReLU epilogue),
- * every heuristic candidate once, each result checked against a float64
- * reference on the host.
+/* cuBLASLt's 16-bit GEMM alone, BF16 or FP16, called as a first layer of
+ * pieces calls it (X·Wᵀ, 16 bits in, FP32 out, with and without the bias +
+ * ReLU epilogue), every heuristic candidate once, each result checked
+ * against a float64 reference on the host.
  *
- *   build/dev/cublaslt-bf16-hazards [ROWS]     (default 1024: seed's frame)
- *   compute-sanitizer --tool racecheck build/dev/cublaslt-bf16-hazards 256
+ *   build/dev/cublaslt-16bit-hazards [ROWS [bf16|fp16]]   (1024: seed's frame; bf16)
+ *   compute-sanitizer --tool racecheck build/dev/cublaslt-16bit-hazards 256 fp16
  *
  * It answers whether racecheck still reports shared-memory hazards inside
- * cuBLAS's own BF16 kernels (nvjet_sm90_tss_*) with none of the project's
- * code around them: the reason the split path uses TF32 pieces, and the
- * first thing to run again before a BF16 path. Exit status 1 if any
- * candidate's result is wrong, 2 if a call fails. */
+ * cuBLAS's own 16-bit kernels (nvjet_sm90_tss_* in BF16, nvjet_sm90_hss_*
+ * in FP16) with none of the project's code around them: how to tell them
+ * from hazards of ours when racecheck runs on the split path's FP16 pieces
+ * or a 16-bit precision's layers. Exit status 1 if any candidate's result
+ * is wrong, 2 if a call fails. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -43,8 +44,22 @@ bf16_bits(float v)
   return (uint16_t) (u >> 16);
 }
 
+/* Values exact in FP16 and within its normal range (fill's are): the
+ * sign, the exponent rebased from 127 to 15, the top 10 significand bits. */
+static uint16_t
+fp16_bits(float v)
+{
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  if ((u & 0x7fffffffu) == 0)
+    return (uint16_t) (u >> 16);
+  return (uint16_t) ((u >> 16 & 0x8000u) | ((((u >> 23) & 0xffu) - 112u) << 10) |
+                     (u >> 13 & 0x3ffu));
+}
+
 /* A frame's centred bytes (−128..127) and weight pieces (multiples of 2⁻⁸
- * below 0.25 in size), as the split path's operands are. */
+ * below 0.25 in size), as the split path's operands are: exact in both
+ * types. */
 static void
 fill(float *x, size_t nx, float *w, size_t nw, float *bias)
 {
@@ -67,10 +82,14 @@ int
 main(int argc, char **argv)
 {
   const int m = argc > 1 ? atoi(argv[1]) : 1024;
-  if (m <= 0) {
-    fprintf(stderr, "usage: %s [ROWS]\n", argv[0]);
+  const char *type = argc > 2 ? argv[2] : "bf16";
+  const bool fp16 = strcmp(type, "fp16") == 0;
+  if (m <= 0 || (!fp16 && strcmp(type, "bf16") != 0)) {
+    fprintf(stderr, "usage: %s [ROWS [bf16|fp16]]\n", argv[0]);
     return 2;
   }
+  uint16_t (*bits)(float) = fp16 ? fp16_bits : bf16_bits;
+  const cudaDataType_t data_type = fp16 ? CUDA_R_16F : CUDA_R_16BF;
   float *x = malloc((size_t) m * K * sizeof *x), *w = malloc((size_t) N * K * sizeof *w);
   float *bias = malloc(N * sizeof *bias), *c = malloc((size_t) m * N * sizeof *c);
   double *ref = malloc((size_t) m * N * sizeof *ref), *mag = malloc((size_t) m * N * sizeof *mag);
@@ -79,9 +98,9 @@ main(int argc, char **argv)
     return 2;
   fill(x, (size_t) m * K, w, (size_t) N * K, bias);
   for (size_t i = 0; i < (size_t) m * K; i++)
-    xb[i] = bf16_bits(x[i]);
+    xb[i] = bits(x[i]);
   for (size_t i = 0; i < (size_t) N * K; i++)
-    wb[i] = bf16_bits(w[i]);
+    wb[i] = bits(w[i]);
   for (int r = 0; r < m; r++)
     for (int j = 0; j < N; j++) {
       double s = 0, a = 0;
@@ -111,8 +130,8 @@ main(int argc, char **argv)
   CHECK(cublasLtCreate(&lt));
   /* Row-major C[m×N] = X·Wᵀ is column-major Cᵀ = Wᵀ·X, as src/cuda/lt/gemm_lt.c. */
   cublasLtMatrixLayout_t wl, xl, cl;
-  CHECK(cublasLtMatrixLayoutCreate(&wl, CUDA_R_16BF, K, N, K));
-  CHECK(cublasLtMatrixLayoutCreate(&xl, CUDA_R_16BF, K, m, K));
+  CHECK(cublasLtMatrixLayoutCreate(&wl, data_type, K, N, K));
+  CHECK(cublasLtMatrixLayoutCreate(&xl, data_type, K, m, K));
   CHECK(cublasLtMatrixLayoutCreate(&cl, CUDA_R_32F, N, m, N));
   cublasLtMatmulPreference_t pref;
   CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -155,8 +174,9 @@ main(int argc, char **argv)
       }
       const bool ok = worst <= 1e-5;
       wrong += !ok;
-      printf("%s, candidate %d of %d: largest error %.2e of the terms' magnitude (bound 1e-5) %s\n",
-             relu_bias ? "bias+ReLU" : "plain", i + 1, found, worst, ok ? "ok" : "WRONG");
+      printf(
+          "%s %s, candidate %d of %d: largest error %.2e of the terms' magnitude (bound 1e-5) %s\n",
+          type, relu_bias ? "bias+ReLU" : "plain", i + 1, found, worst, ok ? "ok" : "WRONG");
     }
     cublasLtMatmulDescDestroy(desc);
   }
