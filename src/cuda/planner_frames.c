@@ -22,10 +22,13 @@
 
 static const unsigned chunk_choices[] = { 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16 };
 /* Chunks, and reading frames over 1 MiB in place, are for latency: with at
- * most two slots they gave more frames/s too; with three or more, whole
- * frames by DMA gave more, as frames of different slots overlap already.
- * A kernel that reads a large frame over the bus holds its SMs while it
- * waits (docs/PERFORMANCE.md, "How frames cross"). */
+ * most two slots they gave more frames/s too, but where the MLP is the
+ * slowest stage (deep at tf32: 5,360 frames/s in 5 chunks at two slots,
+ * 6,741 whole), unless they keep the period (throughput_period); with
+ * three or more, whole frames by DMA gave more, as frames of different
+ * slots overlap already. A kernel that reads a large frame over the bus
+ * holds its SMs while it waits (docs/PERFORMANCE.md, "How frames
+ * cross"). */
 #define IN_PLACE_MAX_BYTES (1u << 20)
 #define LATENCY_PLANS_MAX_SLOTS 2
 /* Layer by layer, a frame read in place keeps the first layer's SMs
@@ -93,6 +96,18 @@ chunk_gemms(const pp_planner *p, pp_cuda_plan *plan, char **msg)
   return 0;
 }
 
+/* The period a plan's frames would keep with the planner's slots, µs:
+ * the slowest of the GPU's MLP for a frame (mlp_us: C chunks' worth for
+ * chunks, each on fewer rows and so less efficient), the frame's copies
+ * (copies_us: a whole frame's time less its MLP, the same for every way
+ * frames cross) and one frame's time shared by the slots. A model, for
+ * comparing two ways of crossing, not a prediction. */
+static double
+throughput_period(const pp_planner *p, double frame_us, double mlp_us, double copies_us)
+{
+  return MAX(MAX(mlp_us, copies_us), frame_us / p->n_slots);
+}
+
 static bool
 in_place_worth_trying(const pp_planner *p, const pp_cuda_plan *plan)
 {
@@ -116,6 +131,15 @@ choose_frames(const pp_planner *p, pp_cuda_plan *plan, double *us, char **msg)
     return rc;
   double best_us = whole_us;
   pp_cuda_plan best = *plan;
+  /* With more than one slot a chunk count must also keep the period
+   * (within GAIN), which the MLP on the GPU may set. */
+  double whole_mlp_us = 0, whole_period = 0, copies_us = 0;
+  if (p->n_slots > 1 && p->n_slots <= LATENCY_PLANS_MAX_SLOTS) {
+    if ((rc = pp_planner_time_mlp(p, plan, &whole_mlp_us, msg)) < 0)
+      return rc;
+    copies_us = MAX(whole_us - whole_mlp_us, 0.0);
+    whole_period = throughput_period(p, whole_us, whole_mlp_us, copies_us);
+  }
   if (in_place_worth_trying(p, plan)) {
     pp_cuda_plan in_place = *plan;
     in_place.frames = PP_FRAMES_IN_PLACE;
@@ -146,10 +170,21 @@ choose_frames(const pp_planner *p, pp_cuda_plan *plan, double *us, char **msg)
     }
     pp_log(PP_LOG_DEBUG, "plan", "%u chunks %.1f µs against %.1f whole", chunk_choices[i], t,
            whole_us);
-    if (t < GAIN * whole_us && t < best_us) {
-      best_us = t;
-      best = chunked;
+    if (t >= GAIN * whole_us || t >= best_us)
+      continue;
+    if (whole_period > 0) {
+      const uint32_t rows = p->layout->n / chunked.chunks;
+      double chunk_mlp_us;
+      if ((rc = pp_planner_time_mlp_rows(p, &chunked, rows, &chunk_mlp_us, msg)) < 0)
+        return rc;
+      const double period = throughput_period(p, t, chunked.chunks * chunk_mlp_us, copies_us);
+      pp_log(PP_LOG_DEBUG, "plan", "%u chunks: a period of %.1f µs against %.1f whole",
+             chunk_choices[i], period, whole_period);
+      if (GAIN * period > whole_period)
+        continue;
     }
+    best_us = t;
+    best = chunked;
   }
   *plan = best;
   *us = best_us;

@@ -34,8 +34,8 @@ run_timed(void *data, cudaStream_t stream, char **msg)
   const pp_mlp_buffers *b = &t->p->slot->buf;
   if (t->layer >= 0)
     return pp_mlp_exec_run_layer(t->p->exec, t->plan, b, (unsigned) t->layer, t->rows, stream, msg);
-  const pp_mlp_rows whole = { 0, t->p->layout->n, NULL, NULL, 0 };
-  return pp_mlp_exec_run(t->p->exec, t->plan, b, &whole, stream, msg);
+  const pp_mlp_rows rows = { 0, t->rows, NULL, NULL, 0 };
+  return pp_mlp_exec_run(t->p->exec, t->plan, b, &rows, stream, msg);
 }
 
 static int
@@ -48,11 +48,18 @@ time_layer(const pp_planner *p, const pp_cuda_plan *plan, unsigned layer, uint32
 }
 
 int
-pp_planner_time_mlp(const pp_planner *p, const pp_cuda_plan *plan, double *us, char **msg)
+pp_planner_time_mlp_rows(const pp_planner *p, const pp_cuda_plan *plan, uint32_t rows, double *us,
+                         char **msg)
 {
-  timed_run t = { p, plan, -1, p->layout->n };
+  timed_run t = { p, plan, -1, rows };
   return pp_gpu_time_work(p->slot->stream, run_timed, &t, p->quick ? 0 : TUNE_WARMUP,
                           pp_planner_reps(p, TUNE_REPS), us, msg);
+}
+
+int
+pp_planner_time_mlp(const pp_planner *p, const pp_cuda_plan *plan, double *us, char **msg)
+{
+  return pp_planner_time_mlp_rows(p, plan, p->layout->n, us, msg);
 }
 
 int

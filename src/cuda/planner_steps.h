@@ -23,8 +23,11 @@ typedef struct {
 
 /* Runs of one timing: `full`, or one when quick. */
 unsigned pp_planner_reps(const pp_planner *p, unsigned full);
-/* The MLP alone as `plan` runs it, µs on the device. */
+/* The MLP alone as `plan` runs it, µs on the device: on the whole frame,
+ * or on its first `rows` samples (a chunk's). */
 int pp_planner_time_mlp(const pp_planner *p, const pp_cuda_plan *plan, double *us, char **msg);
+int pp_planner_time_mlp_rows(const pp_planner *p, const pp_cuda_plan *plan, uint32_t rows,
+                             double *us, char **msg);
 /* Layer `layer` on `rows` samples with the path `plan` gives it (cublas or
  * split): cuBLAS's candidates timed, the fastest set in the executor and
  * written to the plan (algo, or chunk_algo when rows are a chunk's). */
