@@ -42,9 +42,9 @@ DEFINE_ENUM(gst_cuda_mlp_activation_get_type, "GstCudaMlpActivation",
 
 DEFINE_ENUM(gst_cuda_mlp_precision_get_type, "GstCudaMlpPrecision",
             { PP_PRECISION_FP32,
-              "FP32 arithmetic, or for a first layer exact TF32 pieces of the weights (and of "
-              "the pixels, where they are not bytes) on tensor cores adding in FP32 (path split: "
-              "error within a few times FP32's)",
+              "FP32 arithmetic, or exact pieces of the weights (and of the pixels, where they "
+              "are not bytes) on TF32, FP16 or BF16 tensor cores adding in FP32 (error within a "
+              "few times FP32's)",
               "fp32" },
             { PP_PRECISION_TF32,
               "TF32 tensor cores for the GEMMs, FP32 accumulation (the CPU computes fp32)",
