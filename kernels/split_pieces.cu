@@ -210,30 +210,16 @@ cudaError_t
 launch_convert(cudaStream_t stream, unsigned grid, const pp_cuda_a &a, unsigned m, unsigned k,
                unsigned kp, unsigned pieces, bool exact_x, float scale, T *x)
 {
-#define PP_CONVERT(P, E) convert_pieces<T, P, E><<<grid, 256, 0, stream>>>(a, m, k, kp, scale, x)
-  switch (pieces * 2 + exact_x) {
-    case 2:
-      PP_CONVERT(1, false);
-      break;
-    case 3:
-      PP_CONVERT(1, true);
-      break;
-    case 4:
-      PP_CONVERT(2, false);
-      break;
-    case 5:
-      PP_CONVERT(2, true);
-      break;
-    case 6:
-      PP_CONVERT(3, false);
-      break;
-    case 7:
-      PP_CONVERT(3, true);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-#undef PP_CONVERT
+  using convert_fn = void (*)(pp_cuda_a, unsigned, unsigned, unsigned, float, T *);
+  /* Indexed by pieces − 1, then by whether X is exact. */
+  static constexpr convert_fn kernels[][2] = {
+    { convert_pieces<T, 1, false>, convert_pieces<T, 1, true> },
+    { convert_pieces<T, 2, false>, convert_pieces<T, 2, true> },
+    { convert_pieces<T, 3, false>, convert_pieces<T, 3, true> },
+  };
+  if (pieces < 1 || pieces > sizeof kernels / sizeof kernels[0])
+    return cudaErrorInvalidValue;
+  kernels[pieces - 1][exact_x]<<<grid, 256, 0, stream>>>(a, m, k, kp, scale, x);
   return cudaGetLastError();
 }
 
