@@ -227,10 +227,14 @@ pp_cuda_backend_configure(pp_backend *base, const pp_model *model, const pp_fram
   if (rc == 0 && b->batch > 1 && !pp_frame_layout_stack(layout, b->batch, &b->layout))
     rc = pp_error(msg, EINVAL,
                   "frames of this layout cannot run in batches (one plane, whole rows)");
+  t0 = pp_now_ns();
   if (rc == 0)
     rc = pp_mlp_exec_new(&b->weights, &b->layout, b->precision, b->device.setup, &b->exec, msg);
+  pp_log(PP_LOG_DEBUG, "cuda", "the executor made: %.1f ms", pp_ms_since(t0));
+  t0 = pp_now_ns();
   if (rc == 0)
     rc = configure_plan(b, n_slots, req, msg);
+  pp_log(PP_LOG_DEBUG, "cuda", "the plan configured: %.1f ms", pp_ms_since(t0));
   if (rc < 0) {
     pp_cuda_backend_unconfigure(b);
     return rc;

@@ -14,8 +14,10 @@
 #include <glib.h>
 
 #include "check.h"
+#include "log.h"
 #include "mlp_exec_state.h"
 #include "reader.h"
+#include "timing.h"
 
 /* ---- set-up ------------------------------------------------------------- */
 
@@ -60,6 +62,7 @@ pack_on_chip(pp_mlp_exec *e, smem_fn smem, bytes_fn bytes, pack_fn pack, void **
     return pp_cuda_fail(msg, "reading the shared memory a block may have", err, __FILE__, __LINE__);
   if (need == 0 || need > (size_t) limit)
     return 0;
+  const int64_t t0 = pp_now_ns();
   err = cudaMalloc(blob, bytes(e->dtype, e->tf32, layers, w->n_layers));
   if (err == cudaSuccess)
     err = pack(e->setup, e->dtype, e->tf32, layers, w->n_layers, *blob, packed);
@@ -67,6 +70,7 @@ pack_on_chip(pp_mlp_exec *e, smem_fn smem, bytes_fn bytes, pack_fn pack, void **
     err = cudaStreamSynchronize(e->setup);
   if (err != cudaSuccess)
     return pp_cuda_fail(msg, what, err, __FILE__, __LINE__);
+  pp_log(PP_LOG_DEBUG, "cuda", "%s: %.1f ms", what, pp_ms_since(t0));
   return 0;
 }
 
